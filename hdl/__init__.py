@@ -1,0 +1,1 @@
+"""Amaranth components of the DRE datapath (vrex.hdl). Never imports vrex.golden."""

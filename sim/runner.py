@@ -1,0 +1,109 @@
+"""Build generated Verilog with Verilator or Icarus through cocotb's runner and run a StreamBench on it.
+
+The compiled model is shared by every bench of one (component, config, simulator): it lives next to the
+emitted Verilog (``build/rtl/<component>-<hash>/sim_<simulator>/``) and is built under a file lock, so
+parallel pytest workers reuse one build. Each run gets its own work folder for the bench, the result and
+the log (and waveforms when asked for).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from pathlib import Path
+
+from vrex.errors import VrexError
+from vrex.synth.lint import WAIVER_FILE
+from vrex.tools import require, setup_environment
+
+from .bench import BenchResult, StreamBench
+
+__all__ = ["SIMULATORS", "run_cocotb", "SimulationError", "build_model"]
+
+SIMULATORS = ("verilator", "icarus")
+_TOOL = {"verilator": "verilator", "icarus": "iverilog"}
+
+
+class SimulationError(VrexError):
+    """The simulator could not build or run the design (as opposed to a mismatch, which is a result)."""
+
+
+@contextlib.contextmanager
+def _locked(path: Path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _runner(simulator: str):
+    if simulator not in SIMULATORS:
+        raise VrexError(f"unknown simulator {simulator!r}; choose one of {', '.join(SIMULATORS)}.")
+    setup_environment()
+    require(_TOOL[simulator])
+    from cocotb_tools.runner import get_runner
+
+    return get_runner(simulator)
+
+
+def build_model(emitted, simulator: str, *, waves: bool = False, extra_args=(), tag: str = ""):
+    """Compile the emitted Verilog once per (simulator, waves, tag); returns (runner, build folder).
+
+    The runner object carries the build's state and must be the one that runs the tests.
+    """
+    runner = _runner(simulator)
+    name = f"sim_{simulator}" + ("_waves" if waves else "") + (f"_{tag}" if tag else "")
+    build_dir = emitted.directory / name
+    args = list(extra_args)
+    sources = [emitted.verilog]
+    if simulator == "verilator":
+        from cocotb_tools.runner import VerilatorControlFile
+
+        sources = [VerilatorControlFile(WAIVER_FILE)] + sources
+    with _locked(emitted.directory / f".{name}.lock"):
+        log = build_dir / "build.log"
+        build_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            runner.build(sources=sources, hdl_toplevel=emitted.top, build_dir=build_dir, always=False,
+                         build_args=args, timescale=("1ns", "1ps"), waves=waves, log_file=log)
+        except (SystemExit, Exception) as e:   # the runner raises SystemExit / CalledProcessError
+            tail = log.read_text().strip().splitlines()[-10:] if log.is_file() else [str(e)]
+            raise SimulationError(f"{simulator} could not build {emitted.verilog} (log: {log}):\n  "
+                                  + "\n  ".join(tail)) from None
+    return runner, build_dir
+
+
+def run_cocotb(emitted, bench: StreamBench, simulator: str, work_dir: Path, *, waves: bool = False,
+               build_args=(), build_tag: str = "", extra_env=None) -> BenchResult:
+    """Run ``bench`` on the emitted design; returns the observed result (mismatches are data, not errors)."""
+    runner, build_dir = build_model(emitted, simulator, waves=waves, extra_args=build_args, tag=build_tag)
+    work_dir = Path(work_dir).absolute()
+    work_dir.mkdir(parents=True, exist_ok=True)
+    bench_file, result_file, log = work_dir / "bench.json", work_dir / "result.json", work_dir / "sim.log"
+    result_file.unlink(missing_ok=True)
+    bench.to_json(bench_file)
+    env = {"VREX_BENCH": str(bench_file), "VREX_RESULT": str(result_file), "VREX_SIMULATOR": simulator,
+           "COCOTB_RANDOM_SEED": str(bench.seed)}
+    env.update(extra_env or {})
+    try:
+        runner.test(test_module="vrex.sim.cocotb_bench", hdl_toplevel=emitted.top, build_dir=build_dir,
+                    test_dir=work_dir, extra_env=env, results_xml=str(work_dir / "results.xml"), waves=waves,
+                    log_file=log)
+    except (SystemExit, Exception):
+        pass   # a failing comparison raises under pytest; the result file says what happened
+    if not result_file.is_file():
+        tail = log.read_text().strip().splitlines()[-15:] if log.is_file() else []
+        raise SimulationError(f"{simulator} run of {bench.name} produced no result (log: {log}):\n  "
+                              + "\n  ".join(tail))
+    result = BenchResult.from_json(result_file)
+    result.extra["log"] = str(log)
+    return result
+
+
+def default_simulators() -> list[str]:
+    """``$SIMS`` (comma-separated) or both simulators."""
+    return [s for s in os.environ.get("SIMS", ",".join(SIMULATORS)).split(",") if s]

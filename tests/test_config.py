@@ -1,0 +1,112 @@
+import dataclasses
+from pathlib import Path
+
+import pytest
+import yaml
+
+from vrex.config import Config, ConfigError, builtin_config_names, field_docs, load_config
+
+
+def test_builtin_configs_load_and_differ():
+    assert builtin_config_names() == ["edge", "server", "tiny"]
+    hashes = {n: load_config(n).hash() for n in builtin_config_names()}
+    assert len(set(hashes.values())) == 3
+
+
+def test_default_is_the_paper_edge_system():
+    cfg = load_config()
+    assert cfg == load_config("edge")
+    assert (cfg.resv.hash_bits, cfg.resv.hamming_threshold, cfg.resv.wicsum_ratio) == (32, 7, 0.3)
+    assert (cfg.dre.hcu.lanes, cfg.dre.wtu.lanes, cfg.system.cores, cfg.system.clock_mhz) == (16, 16, 8, 800.0)
+    assert (cfg.model.layers, cfg.model.query_heads, cfg.model.kv_heads, cfg.model.head_dim) == (32, 32, 8, 128)
+    # the DRE memories of paper Fig. 10: 128 B + 4 KB + 8 KB + 8 KB = 20.125 KB
+    d = cfg.dre
+    assert d.hcu.current_memory_bytes + d.hcu.code_memory_bytes + d.wtu.score_memory_bytes \
+        + d.wtu.count_memory_bytes == 20.125 * 1024
+    assert cfg.hcu_capacity == 1024 and cfg.hcu_frame_tokens == 32 and cfg.dre.wtu.row_capacity == 4096
+
+
+def test_edge_yaml_lists_every_key_with_its_default():
+    text = (Path(__file__).parent.parent / "configs" / "edge.yaml").read_text()
+    assert Config.from_dict(yaml.safe_load(text)).hash() == Config().hash()
+    flat = {k for k, _, _ in field_docs()}
+    for key in flat:
+        assert key.split(".")[-1] + ":" in text, key
+
+
+def test_hash_ignores_name_and_tracks_parameters():
+    cfg = load_config("tiny")
+    assert dataclasses.replace(cfg, name="other", description="x").hash() == cfg.hash()
+    assert cfg.with_overrides({"dre.hcu.lanes": 8}).hash() != cfg.hash()
+
+
+def test_yaml_round_trip(tmp_path):
+    for name in builtin_config_names():
+        cfg = load_config(name)
+        p = tmp_path / f"{name}.yaml"
+        p.write_text(cfg.dump_yaml())
+        assert load_config(str(p)) == cfg
+
+
+def _err(tmp_path, text):
+    p = tmp_path / "bad.yaml"
+    p.write_text(text)
+    with pytest.raises(ConfigError) as e:
+        load_config(str(p))
+    return str(e.value).replace(str(p), "bad.yaml")
+
+
+def test_unknown_key_names_key_and_line(tmp_path):
+    msg = _err(tmp_path, "name: x\nresv:\n  hash_bit: 32\n")
+    assert msg.startswith("bad.yaml, line 3: resv.hash_bit = 32: is not a configuration key; valid keys of resv are:")
+
+
+def test_wrong_type(tmp_path):
+    assert _err(tmp_path, "dre:\n  hcu:\n    lanes: four\n") == \
+        "bad.yaml, line 3: dre.hcu.lanes = 'four': must be an integer."
+    assert _err(tmp_path, "resv:\n  include_current_frame: 1\n") == \
+        "bad.yaml, line 2: resv.include_current_frame = 1: must be true or false."
+    assert _err(tmp_path, "dre:\n  wtu:\n    mode: fast\n") == \
+        "bad.yaml, line 3: dre.wtu.mode = 'fast': must be one of 'early_exit', 'histogram', 'topk'."
+
+
+def test_out_of_range(tmp_path):
+    assert _err(tmp_path, "resv:\n  wicsum_ratio: 1.5\n") == "bad.yaml, line 2: resv.wicsum_ratio = 1.5: must be ≤ 1.0."
+    assert _err(tmp_path, "dre:\n  hcu:\n    lanes: 0\n") == "bad.yaml, line 3: dre.hcu.lanes = 0: must be ≥ 1."
+
+
+def test_inconsistent_combinations(tmp_path):
+    assert _err(tmp_path, "dre:\n  hcu:\n    bits_per_cycle: 5\n") == \
+        "bad.yaml, line 3: dre.hcu.bits_per_cycle = 5: must divide resv.hash_bits (32)."
+    assert _err(tmp_path, "dre:\n  wtu:\n    lanes: 5\n") == \
+        "bad.yaml, line 3: dre.wtu.lanes = 5: must divide the row capacity (4096 scores in the score memory)."
+    assert _err(tmp_path, "model:\n  kv_heads: 5\n").startswith(
+        "bad.yaml: model.query_heads = 32: must be a multiple of model.kv_heads (5)")
+
+
+def test_malformed_yaml_names_the_line(tmp_path):
+    assert _err(tmp_path, "name: x\nmodel:\n  layers: [1\n  hidden: 2\n").startswith(
+        "bad.yaml, line 4: malformed YAML:")
+    assert _err(tmp_path, "- a\n- b\n") == "bad.yaml: <top level> = ['a', 'b']: must be a mapping of keys to values."
+
+
+def test_missing_file_and_unknown_name():
+    with pytest.raises(ConfigError, match=r"no such file"):
+        load_config("does/not/exist.yaml")
+    with pytest.raises(ConfigError, match=r"neither a file nor a built-in config; built-in names are edge, server, tiny"):
+        load_config("nosuchname")
+
+
+def test_overrides_validate():
+    cfg = load_config("tiny")
+    assert cfg.with_overrides({"dre.wtu.buckets": 4}).dre.wtu.buckets == 4
+    with pytest.raises(ConfigError, match=r"dre\.hcu\.nope = 1: is not a configuration key"):
+        cfg.with_overrides({"dre.hcu.nope": 1})
+    with pytest.raises(ConfigError, match=r"resv\.hamming_threshold = 40: must be ≤ resv\.hash_bits \+ 1 \(17\)"):
+        cfg.with_overrides({"resv.hamming_threshold": 40})
+
+
+def test_derived_widths():
+    w = load_config("edge").dre.wtu
+    assert (w.product_bits, w.acc_bits) == (32, 44)
+    assert load_config("edge").ratio_fixed == round(0.3 * 65536)

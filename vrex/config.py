@@ -1,0 +1,581 @@
+"""One source of parameters: frozen, validated dataclasses loaded from YAML.
+
+Every section is a frozen dataclass whose defaults are the paper's edge system (V-Rex8, Llama-3-8B, ReSV
+defaults). A YAML file overrides any subset of keys; unknown keys, wrong types, out-of-range values and
+inconsistent combinations fail at load time with one sentence naming the key, the value and the rule (and the
+file and line when the value came from a file).
+
+Each field carries metadata: ``doc`` (shown by ``vrex config show --doc``), ``min`` / ``max`` bounds and
+``unit``. Cross-field rules live in each section's ``_check`` method and in :meth:`Config._check`.
+
+The config hash (:meth:`Config.hash`) identifies the resolved parameters (not the ``name``) and keys every
+cache and generated-artefact folder.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import typing
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Literal, get_args, get_origin
+
+import yaml
+
+from .errors import ConfigError
+
+__all__ = [
+    "Config", "ModelConfig", "ReSVConfig", "HCUConfig", "WTUConfig", "KVMUConfig", "DREConfig", "LXEConfig",
+    "DRAMConfig", "LinkConfig", "StorageConfig", "SystemConfig", "TechnologyConfig", "PerfConfig",
+    "load_config", "builtin_config_names", "ConfigError",
+]
+
+
+def param(default, doc, *, min=None, max=None, unit=None):
+    """A config field with its documentation and bounds (inclusive)."""
+    meta = {"doc": doc, "min": min, "max": max, "unit": unit}
+    if isinstance(default, (list, dict)):
+        raise TypeError("use tuples for sequence defaults")
+    return field(default=default, metadata=meta)
+
+
+def section(cls, doc):
+    return field(default_factory=cls, metadata={"doc": doc})
+
+
+def _fail(key, value, rule):
+    raise ConfigError(key, value, rule)
+
+
+class _Section:
+    """Mixin: bounds checks from field metadata, then the section's own rules."""
+
+    def __post_init__(self):
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            lo, hi = f.metadata.get("min"), f.metadata.get("max")
+            values = value if isinstance(value, tuple) else (value,)
+            for v in values:
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
+                    if lo is not None and v < lo:
+                        _fail(f.name, value, f"must be ≥ {lo}.")
+                    if hi is not None and v > hi:
+                        _fail(f.name, value, f"must be ≤ {hi}.")
+        self._check()
+
+    def _check(self):
+        pass
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Model and algorithm
+
+
+@dataclass(frozen=True)
+class ModelConfig(_Section):
+    name: str = param("llama-3-8b", "LLM backbone name (documentation only).")
+    layers: int = param(32, "Decoder layers.", min=1)
+    hidden: int = param(4096, "Hidden size.", min=1)
+    query_heads: int = param(32, "Query heads per layer.", min=1)
+    kv_heads: int = param(8, "KV heads per layer (GQA groups).", min=1)
+    head_dim: int = param(128, "Head dimension d.", min=1)
+    ffn_dim: int = param(14336, "FFN intermediate size (SwiGLU: gate, up, down).", min=1)
+    vocab: int = param(128256, "Vocabulary size (LM head).", min=1)
+    weight_bytes: float = param(2.0, "Bytes per weight (BF16 = 2).", min=0.125, max=8)
+    kv_bytes: float = param(2.0, "Bytes per K or V element (BF16 = 2).", min=0.125, max=8)
+    tokens_per_frame: int = param(10, "Visual tokens per frame (VideoLLM-online live1+: 1 CLS + 3x3).", min=1)
+    vision_params: float = param(0.428e9, "Vision tower + projector parameters (SigLIP-L/16-384).", min=0)
+    vision_tokens: int = param(577, "Tokens the vision tower processes per frame (24x24 patches + CLS).", min=1)
+    question_tokens: int = param(25, "Question tokens per turn (COIN average, paper Fig. 4b).", min=1)
+    answer_tokens: int = param(39, "Answer tokens per turn (COIN average, paper Fig. 4b).", min=1)
+
+    def _check(self):
+        if self.query_heads % self.kv_heads:
+            _fail("model.query_heads", self.query_heads,
+                  f"must be a multiple of model.kv_heads ({self.kv_heads}) for grouped-query attention.")
+
+    @property
+    def group_size(self) -> int:
+        """Query heads per KV head."""
+        return self.query_heads // self.kv_heads
+
+    @property
+    def kv_bytes_per_token(self) -> float:
+        """K and V bytes of one token over all layers."""
+        return 2 * self.layers * self.kv_heads * self.head_dim * self.kv_bytes
+
+
+@dataclass(frozen=True)
+class ReSVConfig(_Section):
+    """ReSV algorithm parameters; each resolved open question of the paper is one field (docs/decisions.md)."""
+
+    hash_bits: int = param(32, "N_hp: random hyperplanes = hash code width in bits.", min=2, max=1024)
+    hamming_threshold: int = param(
+        7, "Th_hd: a token joins a cluster whose Hamming distance is strictly below this value.", min=0)
+    wicsum_ratio: float = param(0.3, "Th_r-wics: select clusters until the weighted sum exceeds ratio x total.",
+                                min=0.0, max=1.0)
+    hyperplanes: Literal["gaussian", "rademacher"] = param(
+        "gaussian", "Hyperplane entry distribution (open question 2).")
+    hyperplane_seed: int = param(0, "Seed of the hyperplanes (fixed per run).", min=0)
+    hyperplane_sharing: Literal["per_layer_head", "per_layer", "global"] = param(
+        "per_layer_head", "Whether each (layer, KV head) has its own hyperplanes (open question 2).")
+    cluster_scope: Literal["kv_head", "layer"] = param(
+        "kv_head", "Clusters per (layer, KV head), or one set per layer over concatenated KV heads (Q1).")
+    hashed_key: Literal["post_rope", "pre_rope"] = param("post_rope", "Which key is hashed and averaged (Q3).")
+    assignment: Literal["nearest", "first"] = param(
+        "nearest", "Nearest open cluster under the threshold (ties to lowest id) or the first one (Q4).")
+    cluster_code: Literal["first", "majority"] = param(
+        "first", "Cluster code: the first member's code, or the bitwise majority of members (Q5).")
+    score_transform: Literal["shift_min", "relu", "exp"] = param(
+        "shift_min", "Non-negative transform of cluster scores before WiCSum (Q9). `exp` is golden-only.")
+    selection: Literal["bucketed", "exact"] = param(
+        "bucketed", "WiCSum rule used by ReSV: hardware bucketed early-exit, or exact sorted.")
+    gqa_aggregation: Literal["group", "global"] = param(
+        "group", "OR rows per GQA group (KV head) or over all rows of the layer (Q10).")
+    recent_window_tokens: int = param(
+        1024, "Device-resident recent window per stream (tokens); older KV is offloaded (Q18).", min=1)
+    sink_tokens: int = param(0, "First tokens always attended (attention sinks).", min=0)
+    include_current_frame: bool = param(True, "Current frame's tokens are always attended (Q8).")
+    predict_from: Literal["same_layer", "previous_layer"] = param(
+        "same_layer", "Queries that predict layer l's retrieval: layer l's own, or layer l-1's (Q7).")
+    dense_layers: int = param(0, "First layers that use full attention instead of retrieval (Q7).", min=0)
+    cluster_text_tokens: bool = param(True, "Question/answer tokens are hashed and clustered like frame tokens (Q11).")
+
+    def _check(self):
+        if self.hamming_threshold > self.hash_bits + 1:
+            _fail("resv.hamming_threshold", self.hamming_threshold,
+                  f"must be ≤ resv.hash_bits + 1 ({self.hash_bits + 1}); larger values accept every code.")
+
+
+# --------------------------------------------------------------------------------------------------------------
+# DRE hardware
+
+
+@dataclass(frozen=True)
+class HCUConfig(_Section):
+    """Hash-bit cluster unit (paper §V-B, Fig. 10)."""
+
+    lanes: int = param(16, "N_HCU-w: cluster codes compared per cycle.", min=1, max=256)
+    bits_per_cycle: int = param(32, "Code bits each lane examines per cycle (1 = bit-serial, hash_bits = parallel).",
+                                min=1)
+    early_exit: bool = param(True, "Stop a comparison once its partial distance can no longer win.")
+    code_memory_bytes: int = param(4096, "Open-cluster code memory (key-cache hash-bit MEM).", min=1)
+    current_memory_bytes: int = param(128, "Current-frame token code buffer (current hash-bit MEM).", min=1)
+    full_policy: Literal["spill", "join_nearest"] = param(
+        "spill", "When the code memory is full: the token becomes a closed singleton cluster (spill), "
+                 "or joins its nearest open cluster regardless of the threshold (join_nearest). Both are flagged.")
+    pipeline_stages: int = param(1, "Register stages after the lane array (latency vs fmax).", min=1, max=4)
+
+    def capacity(self, hash_bits: int) -> int:
+        """Open-cluster codes that fit in the code memory."""
+        return self.code_memory_bytes * 8 // hash_bits
+
+
+@dataclass(frozen=True)
+class WTUConfig(_Section):
+    """WiCSum threshold unit (paper §V-B, Fig. 11)."""
+
+    lanes: int = param(16, "N_WTU-w: scores processed per cycle.", min=1, max=256)
+    mode: Literal["early_exit", "histogram", "topk"] = param(
+        "early_exit", "Bucket-by-bucket early exit (paper), one-pass histogram variant, or fixed top-k (baselines).")
+    buckets: int = param(16, "Score buckets over [min, max] (power-of-two widths; paper Fig. 11 suggests ~20).",
+                         min=2, max=256)
+    score_bits: int = param(16, "Signed fixed-point score width at the WTU input.", min=4, max=32)
+    score_frac_bits: int = param(8, "Fraction bits of the score format (Q(score_bits-frac).frac).", min=0)
+    count_bits: int = param(16, "Unsigned token-count width.", min=1, max=32)
+    ratio_bits: int = param(16, "Fraction bits of the WiCSum ratio (unsigned Q0.ratio_bits, ratio 1.0 allowed).",
+                            min=4, max=24)
+    score_memory_bytes: int = param(8192, "Score MEM: bounds the clusters per row.", min=1)
+    count_memory_bytes: int = param(8192, "Token-count MEM.", min=1)
+    topk_k: int = param(64, "Clusters kept per row in top-k mode.", min=1)
+
+    def _check(self):
+        if self.score_frac_bits >= self.score_bits:
+            _fail("dre.wtu.score_frac_bits", self.score_frac_bits,
+                  f"must be < dre.wtu.score_bits ({self.score_bits}).")
+        if self.row_capacity < self.lanes:
+            _fail("dre.wtu.score_memory_bytes", self.score_memory_bytes,
+                  f"must hold at least dre.wtu.lanes ({self.lanes}) scores of {self.score_bits} bits.")
+        if self.row_capacity % self.lanes:
+            _fail("dre.wtu.lanes", self.lanes,
+                  f"must divide the row capacity ({self.row_capacity} scores in the score memory).")
+        if self.count_memory_bytes * 8 // self.count_bits < self.row_capacity:
+            _fail("dre.wtu.count_memory_bytes", self.count_memory_bytes,
+                  f"must hold a count for each of the {self.row_capacity} clusters of a row.")
+        if self.topk_k > self.row_capacity:
+            _fail("dre.wtu.topk_k", self.topk_k, f"must be ≤ the row capacity ({self.row_capacity}).")
+
+    @property
+    def row_capacity(self) -> int:
+        """Clusters per row that fit in the score memory."""
+        return self.score_memory_bytes * 8 // self.score_bits
+
+    @property
+    def product_bits(self) -> int:
+        """Width of one transformed score x count product (transformed score is unsigned score_bits)."""
+        return self.score_bits + self.count_bits
+
+    @property
+    def acc_bits(self) -> int:
+        """Accumulator width that cannot overflow over a full row."""
+        return self.product_bits + max(1, math.ceil(math.log2(self.row_capacity)))
+
+
+@dataclass(frozen=True)
+class KVMUConfig(_Section):
+    """KV memory-hierarchy manager (paper §V-C, Fig. 12)."""
+
+    eviction_granularity: Literal["frame", "token"] = param("frame", "Unit of eviction to the offload tier.")
+    layout: Literal["cluster_contiguous", "token_order"] = param(
+        "cluster_contiguous", "Offloaded KV layout: grouped by cluster (paper) or in arrival order.")
+    dma_burst_bytes: int = param(4096, "Largest single DMA transfer.", min=64)
+    coalesce_gap_bytes: int = param(0, "Merge two ranges whose gap is at most this many bytes.", min=0)
+    max_outstanding: int = param(8, "Outstanding DMA requests.", min=1)
+    axi_data_bits: int = param(128, "AXI4 data width.", min=32)
+    axi_addr_bits: int = param(40, "AXI4 address width.", min=32, max=64)
+
+
+@dataclass(frozen=True)
+class DREConfig(_Section):
+    hcu: HCUConfig = section(HCUConfig, "Hash-bit cluster unit.")
+    wtu: WTUConfig = section(WTUConfig, "WiCSum threshold unit.")
+    kvmu: KVMUConfig = section(KVMUConfig, "KV memory manager.")
+
+
+@dataclass(frozen=True)
+class LXEConfig(_Section):
+    """LLM execution engine of one core (paper §V-A, Table I)."""
+
+    dpe_trees: int = param(64, "N_DPE-h: BF16 MAC trees.", min=1)
+    dpe_inputs: int = param(64, "N_DPE-w: inputs per MAC tree.", min=1)
+    vpe_units: int = param(1, "N_VPE-h: vector units.", min=1)
+    vpe_lanes: int = param(64, "N_VPE-w: lanes per vector unit.", min=1)
+    sram_kib: int = param(384, "On-chip LXE memory (KiB).", min=1)
+
+    @property
+    def macs_per_cycle(self) -> int:
+        return self.dpe_trees * self.dpe_inputs
+
+
+# --------------------------------------------------------------------------------------------------------------
+# System and technology
+
+
+@dataclass(frozen=True)
+class DRAMConfig(_Section):
+    kind: str = param("LPDDR5", "Device memory technology.")
+    bandwidth_gbs: float = param(204.8, "Peak bandwidth (GB/s).", min=0.001, unit="GB/s")
+    capacity_gb: float = param(32.0, "Capacity (GB).", min=0.001, unit="GB")
+    bus_bits: int = param(256, "Bus width.", min=8)
+
+
+@dataclass(frozen=True)
+class LinkConfig(_Section):
+    kind: str = param("PCIe 3.0 x4", "Host/storage link.")
+    bandwidth_gbs: float = param(4.0, "Peak link bandwidth (GB/s).", min=0.001, unit="GB/s")
+    lanes: int = param(4, "Link lanes (power: watts_per_lane each at full load).", min=1)
+    watts_per_lane: float = param(3.0, "Power per lane at full load (paper §VI-A).", min=0, unit="W")
+
+
+@dataclass(frozen=True)
+class StorageConfig(_Section):
+    kind: Literal["ssd", "host_dram"] = param("ssd", "Offload tier: M.2 NVMe SSD (edge) or host DDR4 (server).")
+    read_gbs: float = param(6.0, "Offload-tier sequential read bandwidth (GB/s).", min=0.001, unit="GB/s")
+    write_gbs: float = param(5.0, "Offload-tier sequential write bandwidth (GB/s).", min=0.001, unit="GB/s")
+    page_bytes: int = param(4096, "Access granularity of the offload tier.", min=64)
+
+
+@dataclass(frozen=True)
+class SystemConfig(_Section):
+    name: str = param("V-Rex8", "System name (paper Table I).")
+    cores: int = param(8, "V-Rex cores.", min=1)
+    clock_mhz: float = param(800.0, "Core clock (MHz).", min=1, unit="MHz")
+    dram: DRAMConfig = section(DRAMConfig, "Device DRAM.")
+    link: LinkConfig = section(LinkConfig, "Host/storage link.")
+    storage: StorageConfig = section(StorageConfig, "Offload tier.")
+
+
+@dataclass(frozen=True)
+class TechnologyConfig(_Section):
+    liberty: str = param("sky130", "Standard-cell library: sky130, asap7, or a path to a .lib / .lib.gz.")
+    pdk_dir: str = param("", "Folder with the Liberty files (empty: $VREX_PDK_DIR).")
+    clock_mhz: float = param(100.0, "Clock constraint for mapping and timing in the chosen library.", min=1)
+    input_drive_cell: str = param("", "Driving cell for inputs (empty: the library's default buffer).")
+    output_load_pf: float = param(0.01, "Load on every output (pF).", min=0)
+    default_activity: float = param(0.1, "Toggle rate for the default-activity power figure.", min=0, max=2)
+    memories: Literal["sram", "flops"] = param("sram", "Map DRE memories to SRAM macros or to flip-flops.")
+    target_node_nm: float = param(14.0, "Node the figures are scaled to (paper: 14 nm).", min=1)
+    target_voltage: float = param(0.8, "Supply the figures are scaled to (V).", min=0.3)
+    target_clock_mhz: float = param(800.0, "Clock the power figures are scaled to (MHz).", min=1)
+
+
+@dataclass(frozen=True)
+class PerfConfig(_Section):
+    """Whole-session performance model (extended by vrex.perf)."""
+
+    kv_sizes: tuple[int, ...] = param((1024, 5120, 10240, 20480, 40960), "KV cache sizes swept (tokens).", min=1)
+    batches: tuple[int, ...] = param((1, 4), "Batch sizes swept.", min=1)
+    frames_per_session: int = param(26, "Frames per COIN query (paper Fig. 4b average).", min=1)
+    frame_ratio: float = param(0.327, "ReSV retrieval ratio in the frame stage (paper Table II).", min=0, max=1)
+    text_ratio: float = param(0.025, "ReSV retrieval ratio in the generation stage (paper Table II).", min=0, max=1)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Root
+
+
+@dataclass(frozen=True)
+class Config(_Section):
+    name: str = param("edge", "Configuration name (not part of the hash).")
+    description: str = param("", "Free text (not part of the hash).")
+    model: ModelConfig = section(ModelConfig, "LLM shapes.")
+    resv: ReSVConfig = section(ReSVConfig, "ReSV algorithm.")
+    dre: DREConfig = section(DREConfig, "DRE hardware blocks.")
+    lxe: LXEConfig = section(LXEConfig, "LLM execution engine (per core).")
+    system: SystemConfig = section(SystemConfig, "System (cores, clock, memories, link).")
+    technology: TechnologyConfig = section(TechnologyConfig, "Synthesis library and scaling target.")
+    perf: PerfConfig = section(PerfConfig, "Performance-model sweep.")
+
+    def _check(self):
+        r, hcu, wtu = self.resv, self.dre.hcu, self.dre.wtu
+        if r.hash_bits % hcu.bits_per_cycle:
+            _fail("dre.hcu.bits_per_cycle", hcu.bits_per_cycle,
+                  f"must divide resv.hash_bits ({r.hash_bits}).")
+        cap = hcu.capacity(r.hash_bits)
+        if cap < hcu.lanes:
+            _fail("dre.hcu.code_memory_bytes", hcu.code_memory_bytes,
+                  f"must hold at least dre.hcu.lanes ({hcu.lanes}) codes of resv.hash_bits ({r.hash_bits}) bits.")
+        if cap % hcu.lanes:
+            _fail("dre.hcu.lanes", hcu.lanes,
+                  f"must divide the open-cluster capacity ({cap} codes in dre.hcu.code_memory_bytes).")
+        if hcu.current_memory_bytes * 8 < r.hash_bits:
+            _fail("dre.hcu.current_memory_bytes", hcu.current_memory_bytes,
+                  f"must hold at least one code of resv.hash_bits ({r.hash_bits}) bits.")
+        if r.recent_window_tokens < self.model.tokens_per_frame:
+            _fail("resv.recent_window_tokens", r.recent_window_tokens,
+                  f"must be ≥ model.tokens_per_frame ({self.model.tokens_per_frame}).")
+        if r.dense_layers > self.model.layers:
+            _fail("resv.dense_layers", r.dense_layers, f"must be ≤ model.layers ({self.model.layers}).")
+        if r.cluster_scope == "layer" and r.hyperplane_sharing == "per_layer_head":
+            _fail("resv.hyperplane_sharing", r.hyperplane_sharing,
+                  "must be per_layer or global when resv.cluster_scope is layer (one code per token per layer).")
+        if r.gqa_aggregation == "global" and r.cluster_scope != "layer":
+            _fail("resv.gqa_aggregation", r.gqa_aggregation,
+                  "needs resv.cluster_scope = layer: rows of different KV heads score different cluster sets.")
+        if wtu.score_bits + wtu.count_bits > 48:
+            _fail("dre.wtu.count_bits", wtu.count_bits,
+                  f"with dre.wtu.score_bits ({wtu.score_bits}) must give products of at most 48 bits.")
+
+    # ---- derived -----------------------------------------------------------------------------------------------
+
+    @property
+    def hcu_capacity(self) -> int:
+        """Open-cluster codes the HCU holds."""
+        return self.dre.hcu.capacity(self.resv.hash_bits)
+
+    @property
+    def hcu_frame_tokens(self) -> int:
+        """Token codes the current-frame buffer holds."""
+        return self.dre.hcu.current_memory_bytes * 8 // self.resv.hash_bits
+
+    @property
+    def distance_bits(self) -> int:
+        """Width of a Hamming distance 0..hash_bits."""
+        return self.resv.hash_bits.bit_length()
+
+    @property
+    def ratio_fixed(self) -> int:
+        """WiCSum ratio in unsigned Q0.ratio_bits (round half up)."""
+        return int(math.floor(self.resv.wicsum_ratio * (1 << self.dre.wtu.ratio_bits) + 0.5))
+
+    # ---- conversions -------------------------------------------------------------------------------------------
+
+    def to_dict(self) -> dict:
+        return _to_plain(self)
+
+    def dump_yaml(self) -> str:
+        return yaml.safe_dump(self.to_dict(), sort_keys=False, allow_unicode=True)
+
+    def hash(self) -> str:
+        """Stable 12-hex-digit hash of every parameter except name and description."""
+        d = self.to_dict()
+        d.pop("name"), d.pop("description")
+        blob = json.dumps(d, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+    def with_overrides(self, overrides: dict, *, source: str = "overrides") -> "Config":
+        """A new validated config with dotted-key overrides, e.g. ``{"dre.hcu.lanes": 8}``."""
+        tree = self.to_dict()
+        for dotted, value in overrides.items():
+            node, parts = tree, dotted.split(".")
+            for p in parts[:-1]:
+                if not isinstance(node.get(p), dict):
+                    raise ConfigError(dotted, value, "is not a configuration key.", source=source)
+                node = node[p]
+            if parts[-1] not in node:
+                raise ConfigError(dotted, value, "is not a configuration key.", source=source)
+            node[parts[-1]] = value
+        return _build(Config, tree, "", source, {})
+
+    @classmethod
+    def from_dict(cls, data: dict, *, source: str = "<dict>") -> "Config":
+        return _build(Config, data or {}, "", source, {})
+
+
+def _to_plain(obj):
+    if dataclasses.is_dataclass(obj):
+        return {f.name: _to_plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, tuple):
+        return [_to_plain(v) for v in obj]
+    return obj
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Loading
+
+
+def _type_name(tp) -> str:
+    if get_origin(tp) is Literal:
+        return "one of " + ", ".join(repr(a) for a in get_args(tp))
+    if get_origin(tp) is tuple:
+        return f"a list of {_type_name(get_args(tp)[0])}"
+    return {int: "an integer", float: "a number", bool: "true or false", str: "a string"}.get(tp, str(tp))
+
+
+def _coerce(tp, value, key):
+    origin = get_origin(tp)
+    if origin is Literal:
+        if value not in get_args(tp):
+            _fail(key, value, f"must be {_type_name(tp)}.")
+        return value
+    if origin is tuple:
+        if not isinstance(value, (list, tuple)) or not value:
+            _fail(key, value, f"must be {_type_name(tp)} (non-empty).")
+        return tuple(_coerce(get_args(tp)[0], v, key) for v in value)
+    if tp is bool:
+        if not isinstance(value, bool):
+            _fail(key, value, "must be true or false.")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            _fail(key, value, "must be an integer.")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            _fail(key, value, "must be a finite number.")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            _fail(key, value, "must be a string.")
+        return value
+    raise TypeError(tp)
+
+
+def _build(cls, data, prefix, source, lines):
+    hints = typing.get_type_hints(cls)
+    if not isinstance(data, dict):
+        key = prefix.rstrip(".") or "<top level>"
+        raise ConfigError(key, data, "must be a mapping of keys to values.", source=source, line=lines.get(key))
+    names = {f.name for f in dataclasses.fields(cls)}
+    for k in data:
+        if k not in names:
+            key = prefix + str(k)
+            close = ", ".join(sorted(names))
+            raise ConfigError(key, data[k], f"is not a configuration key; valid keys {'of ' + prefix.rstrip('.') if prefix else 'at the top level'} "
+                              f"are: {close}.",
+                              source=source, line=lines.get(key))
+    kwargs = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in data:
+            continue
+        key, tp, value = prefix + f.name, hints[f.name], data[f.name]
+        try:
+            if dataclasses.is_dataclass(tp):
+                kwargs[f.name] = _build(tp, value, key + ".", source, lines)
+            else:
+                kwargs[f.name] = _coerce(tp, value, key)
+        except ConfigError as e:
+            if e.source is None:
+                raise ConfigError(e.key, e.value, e.rule, source=source, line=lines.get(e.key)) from None
+            raise
+    try:
+        return cls(**kwargs)
+    except ConfigError as e:
+        full = e.key if "." in e.key else prefix + e.key
+        raise ConfigError(full, e.value, e.rule, source=source, line=lines.get(full, lines.get(e.key))) from None
+
+
+def _key_lines(text: str) -> dict:
+    """Map dotted keys to 1-based line numbers of their values in a YAML document."""
+    lines = {}
+
+    def walk(node, prefix):
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                key = prefix + str(k.value)
+                lines[key] = k.start_mark.line + 1
+                walk(v, key + ".")
+
+    try:
+        walk(yaml.compose(text), "")
+    except yaml.YAMLError:
+        pass
+    return lines
+
+
+def builtin_config_names() -> list[str]:
+    return sorted(p.name[:-5] for p in resources.files("vrex.configs").iterdir() if p.name.endswith(".yaml"))
+
+
+def _resolve(name_or_path) -> tuple[str, str]:
+    """Return (text, source label) for a built-in name (edge, server, tiny) or a file path."""
+    p = Path(name_or_path)
+    if p.suffix in (".yaml", ".yml") or os.sep in str(name_or_path) or p.exists():
+        try:
+            return p.read_text(), str(name_or_path)
+        except FileNotFoundError:
+            raise ConfigError("--config", str(name_or_path), "no such file; give a YAML path or one of the built-in "
+                              f"names {', '.join(builtin_config_names())}.") from None
+        except (OSError, UnicodeDecodeError) as e:
+            raise ConfigError("--config", str(name_or_path), f"cannot be read ({e}).") from None
+    res = resources.files("vrex.configs") / f"{name_or_path}.yaml"
+    if not res.is_file():
+        raise ConfigError("--config", str(name_or_path), "is neither a file nor a built-in config; built-in names "
+                          f"are {', '.join(builtin_config_names())}.")
+    return res.read_text(), f"{name_or_path} (built-in)"
+
+
+def load_config(name_or_path=None) -> Config:
+    """Load a config by built-in name or YAML path; ``None`` gives the built-in default (the edge system)."""
+    if name_or_path is None:
+        name_or_path = "edge"
+    text, source = _resolve(name_or_path)
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise ConfigError(None, None, f"malformed YAML: {problem}; fix the syntax at that line.",
+                          source=source, line=line) from None
+    return _build(Config, data or {}, "", source, _key_lines(text))
+
+
+def field_docs(cls=Config, prefix="") -> list[tuple[str, object, str]]:
+    """(dotted key, default, doc) for every leaf parameter, in declaration order."""
+    out = []
+    inst = cls()
+    for f in dataclasses.fields(cls):
+        v = getattr(inst, f.name)
+        if dataclasses.is_dataclass(v):
+            out += field_docs(type(v), prefix + f.name + ".")
+        else:
+            doc = f.metadata.get("doc", "")
+            unit = f.metadata.get("unit")
+            out.append((prefix + f.name, _to_plain(v), doc + (f" [{unit}]" if unit else "")))
+    return out
