@@ -19,6 +19,8 @@ def run_amaranth(dut, bench: StreamBench, *, vcd_path=None) -> BenchResult:
     sampled = [ins[p].ready for p in ins] + [x for p in outs for x in (outs[p].valid, outs[p].payload.as_value())]
 
     async def testbench(ctx):
+        for name, value in bench.statics.items():
+            ctx.set(resolve_port(dut, name), value)
         for _ in range(bench.reset_cycles):
             await ctx.tick()
         while not traffic.finished():

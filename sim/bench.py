@@ -11,6 +11,9 @@ no-stall run used for cycle counts.
 
 amaranth is imported lazily so the cocotb side stays light.
 
+``statics`` are plain control inputs (thresholds, ratios, mode registers) driven to a constant for the
+whole run, before reset is released.
+
 Port names are the flattened Verilog prefixes (``i`` for ``i__payload/i__valid/i__ready``; a nested port
 ``ctrl.tokens`` is ``ctrl__tokens``).
 """
@@ -79,6 +82,7 @@ class StreamBench:
     inputs: dict[str, list[int]]
     expected: dict[str, list[int]]
     fields: dict[str, list[tuple[str, int, int]]] = field(default_factory=dict)   # per port, for reports
+    statics: dict[str, int] = field(default_factory=dict)   # quasi-static control inputs, set before reset
     p_valid: float = 0.7
     p_ready: float = 0.7
     seed: int = 1

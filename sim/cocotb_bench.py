@@ -33,6 +33,8 @@ async def stream_bench(dut):
 
     Clock(dut.clk, 10, unit="ns").start()
     dut.rst.value = 1
+    for name, value in bench.statics.items():
+        getattr(dut, name).value = value
     for valid, payload, _ in ins.values():
         valid.value, payload.value = 0, 0
     for _, _, ready in outs.values():
