@@ -41,8 +41,13 @@ def random_transactions(code_bits: int, lanes: int, n: int, rng: random.Random) 
 
 
 def make_bench(cfg, *, n: int = 200, seed: int = 1, p_valid: float = 0.7, p_ready: float = 0.7,
-               reference=hamming_lanes, name: str = "hamming_lanes") -> StreamBench:
-    """A bench whose expected outputs come from ``reference`` (the golden function, or a mutant of it)."""
+               reference=hamming_lanes, jobs=None, name: str = "hamming_lanes") -> StreamBench:
+    """A bench whose expected outputs come from ``reference`` (the golden function, or a mutant of it).
+
+    The lane array has no block jobs of its own, so ``jobs`` must be None.
+    """
+    if jobs is not None:
+        raise ValueError("the Hamming lane array takes random stimulus only (no recorded jobs)")
     code_bits, lanes = cfg.resv.hash_bits, cfg.dre.hcu.lanes
     lin, lout = hamming_lanes_input_layout(code_bits, lanes), hamming_lanes_output_layout(code_bits, lanes)
     txns = random_transactions(code_bits, lanes, n, random.Random(seed))
