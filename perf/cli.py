@@ -21,6 +21,18 @@ def _int_list(text: str, option: str) -> list[int]:
     return values
 
 
+def _override(text: str) -> tuple[str, object]:
+    import yaml
+
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise UsageError(f"--set {text!r}: give KEY=VALUE with a dotted config key, e.g. --set perf.reuse_fraction=0.5.")
+    try:
+        return key.strip(), yaml.safe_load(value)
+    except yaml.YAMLError:
+        raise UsageError(f"--set {text!r}: the value is not valid YAML.") from None
+
+
 def _cmd_perf(args) -> int:
     from vrex.paths import build_dir
 
@@ -29,7 +41,7 @@ def _cmd_perf(args) -> int:
     from .sweep import evaluate
 
     cfg = load_config_arg(args)
-    overrides = {}
+    overrides = dict(_override(t) for t in args.set or [])
     if args.batches:
         overrides["perf.batches"] = _int_list(args.batches, "--batches")
     if args.kv_sizes:
@@ -82,4 +94,7 @@ def register(sub) -> None:
     p.add_argument("--no-figures", action="store_true", help="ignore build/report/figures.json; use the formulas")
     p.add_argument("--batches", metavar="B,...", help="override perf.batches, e.g. 1,4,8,16")
     p.add_argument("--kv-sizes", metavar="N,...", help="override perf.kv_sizes (tokens), e.g. 1024,5120,40960")
+    p.add_argument("--set", metavar="KEY=VALUE", action="append",
+                   help="override any config key (repeatable), e.g. --set perf.reuse_fraction=0.5 "
+                        "--set dre.kvmu.layout=token_order")
     p.set_defaults(func=_cmd_perf)

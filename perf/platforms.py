@@ -7,9 +7,9 @@ A platform turns :class:`~vrex.perf.workload.Work` into time with a per-task roo
              kernels · t_launch )
 
 The three terms are the compute engines, device memory, and (GPU only) the host issuing kernels asynchronously.
-Peaks are the hardware's; the ``e`` factors are the fraction real kernels reach (parameters). V-Rex's peak counts
-the DPE MAC trees and the VPE lanes at 2 FLOP per cycle, as Table I does (8 cores: 53.25 TFLOPS); its matrix work
-runs on the DPE and its elementwise work on the VPE. V-Rex has a DRE: clustering and thresholding run there
+Peaks are the hardware's; the ``e`` factors are the fraction real kernels reach (parameters). V-Rex's matrix work
+runs on the DPE (2 FLOP per MAC and cycle) and its elementwise work on the VPE (one operation per lane and cycle);
+Table I's peak also counts the VPE lanes at 2 FLOP per cycle (8 cores: 53.25 TFLOPS), which ``peak_flops`` reports. V-Rex has a DRE: clustering and thresholding run there
 (``vrex.perf.dre_timing``), so V-Rex never sees irregular work.
 """
 
@@ -54,8 +54,8 @@ class Platform:
 
     @property
     def peak_flops(self) -> float:
-        """Table I peak: matrix + vector engines."""
-        return self.matmul_peak + (self.vector_peak if self.kind == "vrex" else 0.0)
+        """Table I peak: the matrix engine, plus for V-Rex the VPE lanes at 2 FLOP per cycle as Table I counts them."""
+        return self.matmul_peak + (2 * self.vector_peak if self.kind == "vrex" else 0.0)
 
     def compute_busy(self, w: Work) -> float:
         """Time the compute engines need for ``w`` at their achieved rates."""
@@ -80,7 +80,7 @@ def vrex_platform(cfg) -> Platform:
     return Platform(
         name=s.name, kind="vrex",
         matmul_peak=2 * s.cores * lxe.macs_per_cycle * f, matmul_eff=v.dpe_efficiency,
-        vector_peak=2 * s.cores * lxe.vpe_units * lxe.vpe_lanes * f, vector_eff=v.vpe_efficiency,
+        vector_peak=s.cores * lxe.vpe_units * lxe.vpe_lanes * f, vector_eff=v.vpe_efficiency,
         irregular_eff=1.0,
         dram_bw=s.dram.bandwidth_gbs * 1e9, dram_eff=v.dram_efficiency, dram_capacity=s.dram.capacity_gb * 1e9,
         link_bw=s.link.bandwidth_gbs * 1e9, link_eff=v.link_efficiency, link_lanes=s.link.lanes,

@@ -92,3 +92,20 @@ def test_bad_input_is_one_line(tmp_path, capsys, argv, message):
     code, out, err = run(capsys, "perf", "--no-plot", "--no-figures", "--plot", str(tmp_path), *argv)
     assert code == 2
     assert err.startswith(message) and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_set_overrides_any_key(tmp_path, capsys):
+    base = ["perf", "--no-plot", "--no-figures", "--plot", str(tmp_path), "--kv-sizes", "40960", "--batches", "1"]
+    code, out, _ = run(capsys, *base)
+    assert code == 0
+    rec = json.loads((tmp_path / "perf.json").read_text())
+    code, out2, _ = run(capsys, *base, "--set", "perf.reuse_fraction=0.5", "--set", "system.link.bandwidth_gbs=8")
+    assert code == 0
+    rec2 = json.loads((tmp_path / "perf.json").read_text())
+    assert rec2["meta"]["config_hash"] != rec["meta"]["config_hash"]
+    lat = [r["points"][0]["systems"]["vrex"]["frame"]["latency_s"] for r in (rec, rec2)]
+    assert lat[1] < lat[0] / 2
+    code, _, err = run(capsys, *base, "--set", "perf.nope=1")
+    assert code == 2 and "perf.nope = 1: is not a configuration key" in err
+    code, _, err = run(capsys, *base, "--set", "novalue")
+    assert code == 2 and "give KEY=VALUE" in err
