@@ -79,6 +79,7 @@ class MeasuredRatios:
     notes: tuple = ()
     config_name: str | None = None
     config_hash: str | None = None
+    predict_from: str | None = None     # the golden run's resv.predict_from, when its config says
 
     def get(self, policy: str, stage: str) -> float | None:
         return self.ratios.get(policy, {}).get(stage)
@@ -113,7 +114,9 @@ def read_golden_json(path) -> MeasuredRatios:
     cfg = data.get("config") if isinstance(data.get("config"), dict) else {}
     name = cfg.get("name") if isinstance(cfg.get("name"), str) else None
     chash = data.get("config_hash") if isinstance(data.get("config_hash"), str) else None
-    return MeasuredRatios(str(path), ratios, tuple(notes), name, chash)
+    predict_from = _dig(cfg, "resv", "predict_from")
+    return MeasuredRatios(str(path), ratios, tuple(notes), name, chash,
+                          predict_from if isinstance(predict_from, str) else None)
 
 
 # ---- DRE figures --------------------------------------------------------------------------------------------------

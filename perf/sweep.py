@@ -116,6 +116,10 @@ def evaluate(cfg, measured: MeasuredRatios | None = None, figures: DREFigures | 
     notes = []
     if measured is not None:
         notes += list(measured.notes)
+        if measured.predict_from == "same_layer" and cfg.perf.overlap == "prefetch":
+            notes.append(f"golden JSON {measured.path} measured its ratios with same-layer prediction; the prefetch "
+                         "overlap predicts from the previous layer (resv.predict_from = previous_layer), whose "
+                         "ratios and accuracy may differ.")
         if measured.config_hash and measured.config_hash != cfg.hash():
             notes.append(f"golden JSON {measured.path} was made with config hash {measured.config_hash}, this run "
                          f"uses {cfg.hash()}; its ratios are used as given.")

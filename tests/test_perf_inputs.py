@@ -114,10 +114,14 @@ def test_partial_figures_fall_back_per_value(tmp_path):
 
 def test_evaluation_reports_inputs_and_hash_mismatch(tmp_path):
     cfg = load_config("edge").with_overrides({"perf.kv_sizes": [40960], "perf.batches": [1]})
-    m = read_golden_json(_write(tmp_path, "g.json", _golden({"resv": (0.1, 0.01)})))
+    data = _golden({"resv": (0.1, 0.01)})
+    data["config"] = {"name": "edge", "resv": {"predict_from": "same_layer"}}
+    m = read_golden_json(_write(tmp_path, "g.json", data))
+    assert m.predict_from == "same_layer"
     f = read_figures_json(_write(tmp_path, "f.json", FIGURES))
     ev = evaluate(cfg, m, f)
     base = evaluate(cfg)
     assert ev.points[0].frame["vrex"].latency < base.points[0].frame["vrex"].latency   # 10% < 32.7%
     assert any("config hash abc" in n for n in ev.notes) and any("config hash x" in n for n in ev.notes)
+    assert any("same-layer prediction" in n for n in ev.notes)
     assert "measured" in ev.sources["ratios"]["resv"] and "f.json" in ev.sources["dre_cycles"]

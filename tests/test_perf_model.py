@@ -291,3 +291,37 @@ def test_geometry_splits_resident_and_offloaded():
     assert (g.resident, g.offloaded, g.slice_bytes, g.token_layer_bytes) == (1024, 39936, 256, 4096)
     assert KVGeometry.of(cfg, 500).offloaded == 0
     assert math.isclose(g.token_layer_bytes * cfg.model.layers, cfg.model.kv_bytes_per_token)
+
+
+def test_laws_hold_for_random_systems():
+    import random
+
+    rng = random.Random(7)
+    for i in range(12):
+        base = rng.choice(["edge", "server"])
+        cfg = load_config(base).with_overrides({
+            "perf.kv_sizes": [rng.choice([2048, 9000, 30000])], "perf.batches": [rng.choice([1, 3, 8])],
+            "system.cores": rng.choice([1, 4, 8, 48]), "system.clock_mhz": rng.uniform(200, 1500),
+            "system.dram.bandwidth_gbs": rng.uniform(50, 3000), "system.link.bandwidth_gbs": rng.uniform(1, 64),
+            "system.storage.page_bytes": rng.choice([64, 512, 4096, 16384]),
+            "system.storage.read_iops": rng.uniform(1e4, 1e8), "resv.recent_window_tokens": rng.choice([64, 1024, 4096]),
+            "perf.tokens_per_cluster": rng.uniform(8, 64), "perf.cluster_run_tokens": rng.uniform(1, 128),
+            "perf.overlap": rng.choice(["prefetch", "serial"]), "perf.reuse_fraction": rng.uniform(0, 0.9),
+            "perf.vrex.dram_efficiency": rng.uniform(0.3, 1), "perf.gpu.irregular_efficiency": rng.uniform(0.001, 0.5),
+            "resv.dense_layers": rng.choice([0, 2]), "resv.cluster_scope": rng.choice(["kv_head", "layer"]),
+            "resv.hyperplane_sharing": "per_layer"})
+        sweep = _sweep(cfg)
+        geom = KVGeometry.of(cfg, cfg.perf.kv_sizes[0])
+        for (key, b, kind), (r,) in sweep.items():
+            assert r.latency >= max(r.weight_floor, r.compute_floor, r.link_floor) * (1 - 1e-12), (i, key, kind)
+            assert sum(r.exposed.values()) == pytest.approx(r.latency, rel=1e-9)
+            assert all(v >= 0 for v in r.energy.values())
+            assert r.counters.read.moved >= r.counters.read.payload * (1 - 1e-12)
+            if key in ("vrex", "gpu:flexgen"):
+                pol = _systems(cfg)[key].policy
+                dense = cfg.resv.dense_layers if key == "vrex" else 0
+                ratio = pol.ratio(r.step.stage)
+                layers = cfg.model.layers
+                fetched = (dense + (layers - dense) * ratio) * geom.offloaded * (1 - cfg.perf.reuse_fraction)
+                expect = fetched * cfg.model.kv_bytes_per_token / layers * b
+                assert r.counters.read.payload == pytest.approx(expect), (i, key, kind)
