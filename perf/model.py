@@ -66,25 +66,23 @@ def gpu_system(cfg, pols: dict[str, Policy], policy: str) -> System:
 
 @dataclass
 class StepResult:
+    """One step on one system. Times in seconds, energies in joules."""
+
     system: str
     step: Step
     latency: float
-    exposed: dict
-    busy: dict
-    energy: dict
+    exposed: dict                  # critical-path time per category (sums to latency)
+    busy: dict                     # busy time per resource
+    energy: dict                   # joules per part (vrex.perf.energy)
     counters: Counters = field(repr=False)
-    weight_floor: float = 0.0
-    compute_floor: float = 0.0
-    link_floor: float = 0.0
-    category_busy: dict = field(default_factory=dict)
+    weight_floor: float = 0.0      # weights streamed / peak DRAM bandwidth
+    compute_floor: float = 0.0     # matrix / matrix peak + vector / vector peak
+    link_floor: float = 0.0        # fetched payload / peak link bandwidth
+    busy_by_category: dict = field(default_factory=dict)
 
     @property
     def energy_total(self) -> float:
         return sum(self.energy.values())
-
-    @property
-    def busy_by_category(self) -> dict:
-        return self.category_busy
 
     @property
     def throughput(self) -> float:
@@ -96,7 +94,7 @@ class StepResult:
                 "latency_s": self.latency, "throughput_per_s": self.throughput,
                 "energy_j": self.energy_total, "energy_per_stream_j": self.energy_total / self.step.batch,
                 "energy_parts_j": self.energy, "exposed_s": self.exposed, "busy_s": self.busy,
-                "busy_by_category_s": self.category_busy,
+                "busy_by_category_s": self.busy_by_category,
                 "floors_s": {"weights": self.weight_floor, "compute": self.compute_floor, "link": self.link_floor},
                 "counters": self.counters.as_dict()}
 
@@ -107,6 +105,7 @@ def _split_kernels(total: int) -> tuple[int, int, int]:
 
 
 def simulate_step(cfg, system: System, step: Step, dre: DRETiming) -> StepResult:
+    """Build the step's task timeline on ``system`` (see the module notes) and account its time and energy."""
     plat, pol = system.platform, system.policy
     m, layers = cfg.model, cfg.model.layers
     geom = KVGeometry.of(cfg, step.kv_tokens)
@@ -206,4 +205,4 @@ def simulate_step(cfg, system: System, step: Step, dre: DRETiming) -> StepResult
         system.key, step, latency, tl.exposed(), tl.busy(), step_energy(cfg, plat, cnt, latency, dre), cnt,
         weight_floor=w.weight_bytes / plat.dram_bw,
         compute_floor=w.matmul_flops / plat.matmul_peak + w.vector_ops / plat.vector_peak,
-        link_floor=cnt.read.payload / plat.link_bw, category_busy=tl.busy_by_category())
+        link_floor=cnt.read.payload / plat.link_bw, busy_by_category=tl.busy_by_category())

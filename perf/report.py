@@ -122,7 +122,7 @@ def comparison_rows(ev: Evaluation) -> dict:
     for key, label, r in ev.ablation:
         pr = ab_paper.get("rows", {}).get(key)
         pred = r.exposed.get("prediction", 0.0) / r.latency
-        pred_busy = sum(t for k, t in r.busy_by_category.items() if k == "prediction") / r.latency
+        pred_busy = r.busy_by_category.get("prediction", 0.0) / r.latency
         ablation.append({"key": key, "label": label, "latency_ms": r.latency * 1e3,
                          "speedup": base.latency / r.latency, "paper_speedup": pr[0] if pr else None,
                          "energy_gain": base.energy_total / r.energy_total, "paper_energy_gain": pr[1] if pr else None,
