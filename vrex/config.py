@@ -109,6 +109,23 @@ class ModelConfig(_Section):
         """K and V bytes of one token over all layers."""
         return 2 * self.layers * self.kv_heads * self.head_dim * self.kv_bytes
 
+    @property
+    def layer_params(self) -> int:
+        """Weights of one decoder layer: Q, K, V, O projections and the SwiGLU FFN (norm weights neglected)."""
+        qkv = self.hidden * (self.query_heads + 2 * self.kv_heads) * self.head_dim
+        return qkv + self.query_heads * self.head_dim * self.hidden + 3 * self.hidden * self.ffn_dim
+
+    @property
+    def lm_head_params(self) -> int:
+        """Weights of the LM head (vocab x hidden; Llama-3 does not tie it to the embedding)."""
+        return self.vocab * self.hidden
+
+    @property
+    def weight_bytes_total(self) -> float:
+        """Bytes of every weight the accelerator streams: decoder layers, LM head, vision tower + projector."""
+        return ((self.layers * self.layer_params + self.lm_head_params) * self.weight_bytes
+                + self.vision_params * self.weight_bytes)
+
 
 @dataclass(frozen=True)
 class ReSVConfig(_Section):
@@ -288,6 +305,12 @@ class StorageConfig(_Section):
     read_gbs: float = param(6.0, "Offload-tier sequential read bandwidth (GB/s).", min=0.001, unit="GB/s")
     write_gbs: float = param(5.0, "Offload-tier sequential write bandwidth (GB/s).", min=0.001, unit="GB/s")
     page_bytes: int = param(4096, "Access granularity of the offload tier.", min=64)
+    capacity_gb: float = param(1024.0, "Offload-tier capacity (Kioxia BG6 1 TB class M.2 SSD).", min=0.001, unit="GB")
+    read_iops: float = param(850e3, "Read commands per second the offload tier serves (BG6: 850K random-read IOPS).",
+                             min=1, unit="1/s")
+    write_iops: float = param(900e3, "Write commands per second (BG6: 900K random-write IOPS).", min=1, unit="1/s")
+    max_command_bytes: int = param(131072, "Largest single read/write command (NVMe MDTS; PCIe max read request "
+                                           "for host memory).", min=64)
 
 
 @dataclass(frozen=True)
@@ -315,6 +338,133 @@ class TechnologyConfig(_Section):
 
 
 @dataclass(frozen=True)
+class VRexPerfConfig(_Section):
+    """Achieved fractions of the V-Rex system's peak rates (the LXE is an LPU-style streaming engine)."""
+
+    dpe_efficiency: float = param(0.9, "Fraction of the DPE peak reached by matrix products.", min=0.001, max=1)
+    vpe_efficiency: float = param(0.9, "Fraction of the VPE peak reached by elementwise work (norms, RoPE, softmax).",
+                                  min=0.001, max=1)
+    dram_efficiency: float = param(0.9, "Fraction of the DRAM peak reached when streaming weights and KV.",
+                                   min=0.001, max=1)
+    link_efficiency: float = param(0.9, "Fraction of the link peak reached by large KVMU transfers (TLP overhead).",
+                                   min=0.001, max=1)
+
+
+@dataclass(frozen=True)
+class GPUConfig(_Section):
+    """The GPU baseline (paper Table I): Jetson AGX Orin by default, A100 in configs/server.yaml.
+
+    Modelled from its peak rates and the fraction of each that real kernels reach; every factor is a parameter
+    (sources and reasons in docs/perf.md).
+    """
+
+    name: str = param("Jetson AGX Orin", "GPU baseline name (paper Table I).")
+    tensor_tflops: float = param(54.0, "Peak dense tensor throughput (Table I: FP16 on AGX Orin, BF16 on A100).",
+                                 min=0.001, unit="TFLOPS")
+    vector_tflops: float = param(5.3, "Peak CUDA-core FP32 throughput for elementwise and selection work "
+                                      "(NVIDIA datasheets: AGX Orin 64GB 5.3, A100 19.5).", min=0.001, unit="TFLOPS")
+    dram_kind: str = param("LPDDR5", "Device memory technology (Table I).")
+    dram_gbs: float = param(204.8, "Device memory bandwidth (Table I).", min=0.001, unit="GB/s")
+    dram_capacity_gb: float = param(32.0, "Device memory capacity (Table I).", min=0.001, unit="GB")
+    dram_pj_per_bit: float = param(4.0, "Device memory access energy (same memory as the V-Rex system).", min=0,
+                                   unit="pJ/bit")
+    link_gbs: float = param(4.0, "Host/storage link bandwidth (Table I: PCIe 3.0 x4).", min=0.001, unit="GB/s")
+    link_lanes: int = param(4, "Link lanes (energy: system.link.watts_per_lane each at full load).", min=1)
+    power_w: float = param(40.0, "Board power at full load (Table I; tegrastats / nvidia-smi).", min=0.001, unit="W")
+    idle_w: float = param(8.0, "Power drawn while the board is on but idle (assumption).", min=0, unit="W")
+    matmul_efficiency: float = param(0.5, "Fraction of tensor peak reached by the GEMMs of a few-token step.",
+                                     min=0.001, max=1)
+    vector_efficiency: float = param(0.3, "Fraction of vector peak reached by elementwise kernels.", min=0.001, max=1)
+    irregular_efficiency: float = param(
+        0.02, "Fraction of vector peak reached by data-dependent selection (top-k, sort, clustering), counted in "
+              "compare operations.", min=0.001, max=1)
+    dram_efficiency: float = param(0.6, "Fraction of memory peak reached by weight and KV streaming kernels.",
+                                   min=0.001, max=1)
+    link_efficiency: float = param(0.8, "Fraction of link peak reached by large host/storage copies.", min=0.001,
+                                   max=1)
+    launch_overhead_us: float = param(20.0, "Host-side cost of one kernel launch (eager PyTorch dispatch).", min=0,
+                                      unit="us")
+    llm_kernels_per_layer: int = param(
+        12, "Kernels per decoder layer and step: 2 norms, QKV, RoPE, 2 attention, O, 2 residuals, gate/up, act, down.",
+        min=0)
+    prediction_kernels_per_layer: int = param(
+        6, "Kernels of one KV prediction per layer (project, score, reduce, threshold, top-k, gather).", min=0)
+
+    def _check(self):
+        if self.idle_w >= self.power_w:
+            _fail("perf.gpu.idle_w", self.idle_w, f"must be below perf.gpu.power_w ({self.power_w} W).")
+        if self.compute_power_w <= 0:
+            _fail("perf.gpu.power_w", self.power_w,
+                  f"must exceed perf.gpu.idle_w ({self.idle_w} W) plus the memory power at peak bandwidth "
+                  f"({self.dram_peak_power_w:.1f} W = dram_gbs x dram_pj_per_bit); nothing is left for compute.")
+
+    @property
+    def dram_peak_power_w(self) -> float:
+        """Memory power at peak bandwidth."""
+        return self.dram_gbs * 8 * self.dram_pj_per_bit * 1e-3
+
+    @property
+    def compute_power_w(self) -> float:
+        """Power of the compute units when fully busy: board power - idle - memory at peak."""
+        return self.power_w - self.idle_w - self.dram_peak_power_w
+
+
+@dataclass(frozen=True)
+class InfiniGenConfig(_Section):
+    """InfiniGen [16]: partial-key speculation, retrieval in the generation stage only (paper Table II)."""
+
+    frame_ratio: float = param(1.0, "Retrieval ratio in the frame stage (Table II: 100%, no frame retrieval).",
+                               min=0, max=1)
+    text_ratio: float = param(0.068, "Retrieval ratio in the generation stage (Table II: 6.8%).", min=0, max=1)
+    partial_ratio: float = param(0.3, "Fraction of query/key columns the speculation uses.", min=0.001, max=1)
+
+
+@dataclass(frozen=True)
+class InfiniGenPConfig(_Section):
+    """InfiniGenP: InfiniGen extended to the frame (prefill) stage (paper Table II)."""
+
+    frame_ratio: float = param(0.508, "Retrieval ratio in the frame stage (Table II: 50.8%).", min=0, max=1)
+    text_ratio: float = param(0.068, "Retrieval ratio in the generation stage (Table II: 6.8%).", min=0, max=1)
+    partial_ratio: float = param(0.3, "Fraction of query/key columns the speculation uses.", min=0.001, max=1)
+
+
+@dataclass(frozen=True)
+class ReKVConfig(_Section):
+    """ReKV [6]: frame-level block retrieval by mean-key representatives (paper Table II)."""
+
+    frame_ratio: float = param(0.584, "Retrieval ratio in the frame stage (Table II: 58.4%).", min=0, max=1)
+    text_ratio: float = param(0.312, "Retrieval ratio in the generation stage (Table II: 31.2%).", min=0, max=1)
+    block_tokens: int = param(0, "Tokens per retrieval block (0 = model.tokens_per_frame: one block per frame).",
+                              min=0)
+
+
+@dataclass(frozen=True)
+class EnergyConfig(_Section):
+    """V-Rex-side energies per operation and per byte (derivations and sources in docs/perf.md)."""
+
+    dpe_pj_per_mac: float = param(0.705, "DPE energy per BF16 MAC (Table III: 2311.39 mW / (4096 MACs x 800 MHz)).",
+                                  min=0, unit="pJ")
+    vpe_pj_per_op: float = param(2.38, "VPE energy per lane operation (Table III: 122.06 mW / (64 x 800 MHz)).",
+                                 min=0, unit="pJ")
+    sram_pj_per_byte: float = param(1.16, "LXE SRAM energy per byte (Table III: 118.94 mW at 128 B/cycle, 800 MHz).",
+                                    min=0, unit="pJ/B")
+    hcu_pj_per_compare: float = param(0.233, "HCU energy per code comparison (Table III: 2.99 mW / (16 x 800 MHz)).",
+                                      min=0, unit="pJ")
+    wtu_pj_per_score: float = param(3.05, "WTU energy per score visit (Table III: 39.04 mW / (16 x 800 MHz)).",
+                                    min=0, unit="pJ")
+    kvmu_pj_per_byte: float = param(1.17, "KVMU energy per byte moved (Table III: 15.01 mW at 16 B/cycle, 800 MHz).",
+                                    min=0, unit="pJ/B")
+    dram_pj_per_bit: float = param(4.0, "Device DRAM access energy (LPDDR5; HBM2e 3.9 in the server config).", min=0,
+                                   unit="pJ/bit")
+    offload_read_pj_per_byte: float = param(750.0, "Offload-tier read energy (SSD: ~4.5 W active at 6 GB/s).", min=0,
+                                            unit="pJ/B")
+    offload_write_pj_per_byte: float = param(890.0, "Offload-tier write energy (SSD: ~4.7 W active at 5.3 GB/s).",
+                                             min=0, unit="pJ/B")
+    static_w: float = param(2.0, "V-Rex system power drawn whenever it is on (DRAM refresh/PHY idle, SSD idle, "
+                                 "leakage not in Table III).", min=0, unit="W")
+
+
+@dataclass(frozen=True)
 class PerfConfig(_Section):
     """Whole-session performance model (extended by vrex.perf)."""
 
@@ -323,6 +473,28 @@ class PerfConfig(_Section):
     frames_per_session: int = param(26, "Frames per COIN query (paper Fig. 4b average).", min=1)
     frame_ratio: float = param(0.327, "ReSV retrieval ratio in the frame stage (paper Table II).", min=0, max=1)
     text_ratio: float = param(0.025, "ReSV retrieval ratio in the generation stage (paper Table II).", min=0, max=1)
+    tokens_per_cluster: float = param(32.0, "Mean tokens per ReSV cluster (paper §VI-D: 32); sets the clusters "
+                                            "scored per context.", min=1)
+    cluster_run_tokens: float = param(32.0, "Tokens a selected cluster reads as one contiguous run from the offload "
+                                            "tier (cluster-contiguous layout with per-cluster append regions).", min=1)
+    overlap: Literal["prefetch", "serial"] = param(
+        "prefetch", "prefetch: layer l's prediction selects layer l+1's KV, whose transfer overlaps layer l (paper "
+                    "Fig. 5/6, all systems); serial: prediction and transfer of a layer precede its attention.")
+    reuse_fraction: float = param(0.0, "Fraction of a step's selected offloaded KV still in device DRAM from the "
+                                       "previous step (staging reuse); 0 = every selection is fetched.", min=0, max=1)
+    frame_lm_head_tokens: int = param(1, "LM-head rows per stream and frame (VideoLLM-online decides after each frame "
+                                         "whether to speak).", min=0)
+    hcu_token_overhead_cycles: int = param(2, "HCU formula: fixed cycles per token (used without figures JSON).",
+                                           min=0)
+    wtu_row_overhead_cycles: int = param(4, "WTU formula: fixed cycles per row (used without figures JSON).", min=0)
+    wtu_passes_per_row: float = param(4.0, "WTU formula: mean passes over a row (1 preprocess + early-exit bucket "
+                                           "passes; used without figures JSON).", min=1)
+    vrex: VRexPerfConfig = section(VRexPerfConfig, "Achieved fractions of the V-Rex peaks.")
+    gpu: GPUConfig = section(GPUConfig, "GPU baseline platform.")
+    infinigen: InfiniGenConfig = section(InfiniGenConfig, "InfiniGen baseline policy.")
+    infinigenp: InfiniGenPConfig = section(InfiniGenPConfig, "InfiniGenP baseline policy.")
+    rekv: ReKVConfig = section(ReKVConfig, "ReKV baseline policy.")
+    energy: EnergyConfig = section(EnergyConfig, "Energy per operation and per byte.")
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -370,6 +542,7 @@ class Config(_Section):
         if wtu.score_bits + wtu.count_bits > 48:
             _fail("dre.wtu.count_bits", wtu.count_bits,
                   f"with dre.wtu.score_bits ({wtu.score_bits}) must give products of at most 48 bits.")
+        _check_perf_capacity(self)
 
     # ---- derived -----------------------------------------------------------------------------------------------
 
@@ -425,6 +598,42 @@ class Config(_Section):
     @classmethod
     def from_dict(cls, data: dict, *, source: str = "<dict>") -> "Config":
         return _build(Config, data or {}, "", source, {})
+
+
+def _check_perf_capacity(cfg: "Config") -> None:
+    """Reject sweeps the systems cannot hold: weights, resident KV and staging in device memory; the whole KV
+    cache in the offload tier; a row of cluster scores in the WTU."""
+    m, p, sysc = cfg.model, cfg.perf, cfg.system
+    gb = 1e9
+    weights = m.weight_bytes_total
+    batch, kv = max(p.batches), max(p.kv_sizes)
+    layer_kv = m.kv_bytes_per_token / m.layers
+    for key, cap_gb in (("system.dram.capacity_gb", sysc.dram.capacity_gb),
+                        ("perf.gpu.dram_capacity_gb", p.gpu.dram_capacity_gb)):
+        if weights > cap_gb * gb:
+            _fail(key, cap_gb, f"must hold the model weights ({weights / gb:.1f} GB: decoder layers, LM head, vision "
+                               "tower); use a larger memory or a smaller model.")
+    resident = batch * (cfg.resv.recent_window_tokens + cfg.resv.sink_tokens) * m.kv_bytes_per_token
+    # staging: two layers of fetched KV (the one in use and the one being prefetched); FlexGen fetches everything
+    for key, cap_gb, staged in (("system.dram.capacity_gb", sysc.dram.capacity_gb, 2 * batch * kv * layer_kv),
+                                ("perf.gpu.dram_capacity_gb", p.gpu.dram_capacity_gb, 2 * batch * kv * layer_kv)):
+        need = weights + resident + staged
+        if need > cap_gb * gb:
+            _fail(key, cap_gb, f"is too small for batch {batch} at KV size {kv}: weights {weights / gb:.1f} GB + "
+                               f"resident window {resident / gb:.1f} GB + two layers of fetched KV {staged / gb:.1f} GB "
+                               f"= {need / gb:.1f} GB; reduce perf.batches, perf.kv_sizes or "
+                               "resv.recent_window_tokens.")
+    total_kv = batch * kv * m.kv_bytes_per_token
+    if total_kv > sysc.storage.capacity_gb * gb:
+        _fail("perf.kv_sizes", list(p.kv_sizes),
+              f"the KV cache of batch {batch} at {kv} tokens ({total_kv / gb:.1f} GB) does not fit in the offload "
+              f"tier (system.storage.capacity_gb = {sysc.storage.capacity_gb} GB); reduce the sizes or the batch.")
+    clusters = math.ceil(kv / p.tokens_per_cluster)
+    if clusters > cfg.dre.wtu.row_capacity:
+        _fail("perf.kv_sizes", list(p.kv_sizes),
+              f"{kv} tokens at perf.tokens_per_cluster = {p.tokens_per_cluster} give {clusters} clusters per row, more "
+              f"than the WTU holds (dre.wtu.row_capacity = {cfg.dre.wtu.row_capacity}); enlarge "
+              "dre.wtu.score_memory_bytes or reduce the sizes.")
 
 
 def _to_plain(obj):

@@ -1,0 +1,100 @@
+"""Sub-command ``vrex perf``: the system performance and energy comparison with the paper's numbers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from vrex.cli import add_config_option, load_config_arg
+from vrex.errors import UsageError
+
+__all__ = ["register"]
+
+
+def _int_list(text: str, option: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        values = []
+    if not values:
+        raise UsageError(f"{option} {text!r}: give comma-separated integers, e.g. {option} 1,4,8,16.")
+    return values
+
+
+def _override(text: str) -> tuple[str, object]:
+    import yaml
+
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise UsageError(f"--set {text!r}: give KEY=VALUE with a dotted config key, e.g. --set perf.reuse_fraction=0.5.")
+    try:
+        return key.strip(), yaml.safe_load(value)
+    except yaml.YAMLError:
+        raise UsageError(f"--set {text!r}: the value is not valid YAML.") from None
+
+
+def _cmd_perf(args) -> int:
+    from vrex.paths import build_dir
+
+    from .inputs import default_figures_path, read_figures_json, read_golden_json
+    from .report import comparison_rows, render_text, to_json
+    from .sweep import evaluate
+
+    cfg = load_config_arg(args)
+    overrides = dict(_override(t) for t in args.set or [])
+    if args.batches:
+        overrides["perf.batches"] = _int_list(args.batches, "--batches")
+    if args.kv_sizes:
+        overrides["perf.kv_sizes"] = _int_list(args.kv_sizes, "--kv-sizes")
+    if overrides:
+        cfg = cfg.with_overrides(overrides, source="command line")
+    measured = read_golden_json(args.golden_json) if args.golden_json else None
+    figures_path = None if args.no_figures else (args.figures or default_figures_path())
+    figures = read_figures_json(figures_path) if figures_path else None
+
+    ev = evaluate(cfg, measured, figures)
+    rows = comparison_rows(ev)
+    print(render_text(ev, rows), end="")
+    out_dir = Path(args.plot) if args.plot else build_dir("perf", f"{cfg.name}-{cfg.hash()}")
+    record = to_json(ev, rows)
+    if not args.no_plot:
+        from .plots import write_plots
+
+        paths = write_plots(ev, out_dir, rows)
+        print("\nplots: " + ", ".join(str(p) for p in paths))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(record, indent=1) + "\n"
+    (out_dir / "perf.json").write_text(text)
+    print(f"json: {out_dir / 'perf.json'}")
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(text)
+        print(f"json: {args.json}")
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "perf", help="system performance and energy: V-Rex vs the GPU baselines, beside the paper's numbers",
+        description="Model whole streaming sessions (frames, question, answer) layer by layer on the config's V-Rex "
+                    "system and its GPU baseline, for every KV size and batch of the config. Prints per-frame "
+                    "latency, FPS, TPOT, energy, speedup and energy-efficiency gain vs FlexGen, InfiniGen, "
+                    "InfiniGenP and ReKV with the paper's numbers beside them, the hardware ablation (Fig. 16) and "
+                    "the roofline (Fig. 18); writes plots and a JSON record (default folder "
+                    "build/perf/<config>-<hash>).")
+    add_config_option(p)
+    p.add_argument("--json", metavar="OUT", help="also write the JSON record to OUT")
+    p.add_argument("--plot", metavar="DIR",
+                   help="folder for the plots and perf.json (default: build/perf/<config>-<hash>)")
+    p.add_argument("--no-plot", action="store_true", help="skip the plots")
+    p.add_argument("--golden-json", metavar="F",
+                   help="retrieval ratios measured by the golden model (`vrex golden --json`) instead of Table II")
+    p.add_argument("--figures", metavar="F",
+                   help="DRE cycle and power figures (`vrex report`); default: build/report/figures.json if present")
+    p.add_argument("--no-figures", action="store_true", help="ignore build/report/figures.json; use the formulas")
+    p.add_argument("--batches", metavar="B,...", help="override perf.batches, e.g. 1,4,8,16")
+    p.add_argument("--kv-sizes", metavar="N,...", help="override perf.kv_sizes (tokens), e.g. 1024,5120,40960")
+    p.add_argument("--set", metavar="KEY=VALUE", action="append",
+                   help="override any config key (repeatable), e.g. --set perf.reuse_fraction=0.5 "
+                        "--set dre.kvmu.layout=token_order")
+    p.set_defaults(func=_cmd_perf)

@@ -1,0 +1,106 @@
+"""HCU and WTU time and energy: cycle formulas, or the RTL figures when the figures flow provides them.
+
+HCU (one token against the open clusters of its context, ``lanes`` codes per cycle, ``bits_per_cycle`` code bits
+per lane and cycle; worst case, no early-exit credit)::
+
+    cycles/token = a + b · ⌈n_open / lanes⌉ · hash_bits / bits_per_cycle
+
+WTU (one score row of N clusters, ``lanes`` scores per cycle; one preprocess pass for min / max / Σ s'·count,
+then early-exit bucket passes that each rescan the row)::
+
+    cycles/row = a + b · ⌈N / lanes⌉ · passes
+
+Without figures: a = ``perf.hcu_token_overhead_cycles`` / ``perf.wtu_row_overhead_cycles``, b = 1, passes =
+``perf.wtu_passes_per_row``. With a figures JSON the measured a, b (and the WTU's mean passes) replace them.
+Each V-Rex core has its own DRE, and the contexts (stream, KV head) of a layer are spread over the cores, so the
+DRE time of a layer is the total cycles / (cores · clock).
+
+Energy: one HCU code comparison and one WTU score visit (one lane for one cycle) cost ``P / (lanes · f)`` with P
+the unit's power at full activity: Table III (per-op values in ``perf.energy``) or the figures' scaled power.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .inputs import DREFigures
+
+__all__ = ["DRETiming", "dre_timing"]
+
+
+@dataclass(frozen=True)
+class DRETiming:
+    hcu_overhead: float
+    hcu_per_unit: float
+    wtu_overhead: float
+    wtu_per_unit: float
+    wtu_passes: float
+    hcu_pj_per_compare: float
+    wtu_pj_per_score: float
+    cycles_source: str
+    power_source: str
+
+    def hcu_cycles(self, cfg, tokens: float, n_open: int) -> float:
+        """Cycles for ``tokens`` tokens, each compared with ``n_open`` open clusters."""
+        h = cfg.dre.hcu
+        units = math.ceil(n_open / h.lanes) * (cfg.resv.hash_bits // h.bits_per_cycle)
+        return tokens * (self.hcu_overhead + self.hcu_per_unit * units)
+
+    def wtu_cycles(self, cfg, rows: float, row_len: int) -> float:
+        """Cycles for ``rows`` score rows of ``row_len`` clusters each."""
+        passes = math.ceil(row_len / cfg.dre.wtu.lanes)
+        return rows * (self.wtu_overhead + self.wtu_per_unit * passes * self.wtu_passes)
+
+    @staticmethod
+    def hcu_compares(tokens: float, n_open: int) -> float:
+        return tokens * n_open
+
+    def wtu_score_visits(self, cfg, rows: float, row_len: int) -> float:
+        """Lane-cycles of score processing (energy): every pass visits every score of the row."""
+        return rows * math.ceil(row_len / cfg.dre.wtu.lanes) * cfg.dre.wtu.lanes * self.wtu_passes
+
+
+def _pj_per_lane_cycle(power_mw: float, lanes: int, clock_mhz: float) -> float:
+    return power_mw * 1e-3 / (lanes * clock_mhz * 1e6) * 1e12
+
+
+def dre_timing(cfg, figures: DREFigures | None = None) -> DRETiming:
+    """The DRE timing and energy model for ``cfg``, from ``figures`` where it has the values."""
+    p, e = cfg.perf, cfg.perf.energy
+    f = figures
+    if f is not None and f.has_hcu_cycles:
+        hcu = (f.hcu_overhead, f.hcu_per_unit)
+    else:
+        hcu = (float(p.hcu_token_overhead_cycles), 1.0)
+    if f is not None and f.has_wtu_cycles:
+        wtu = (f.wtu_overhead, f.wtu_per_unit)
+    else:
+        wtu = (float(p.wtu_row_overhead_cycles), 1.0)
+    passes = f.wtu_mean_passes if f is not None and f.wtu_mean_passes is not None else p.wtu_passes_per_row
+    parts = []
+    parts.append(f"HCU cycles from {f.path}" if f is not None and f.has_hcu_cycles else
+                 "HCU cycles from the documented formula (no RTL figures)")
+    parts.append(f"WTU cycles from {f.path}" if f is not None and f.has_wtu_cycles else
+                 "WTU cycles from the documented formula (no RTL figures)")
+    if f is not None and f.wtu_mean_passes is not None:
+        parts.append(f"WTU mean passes {passes:g} measured")
+    else:
+        parts.append(f"WTU passes per row {passes:g} (perf.wtu_passes_per_row)")
+    target_clock = cfg.technology.target_clock_mhz
+    hcu_pj = e.hcu_pj_per_compare
+    wtu_pj = e.wtu_pj_per_score
+    power = []
+    if f is not None and f.hcu_power_mw is not None:
+        hcu_pj = _pj_per_lane_cycle(f.hcu_power_mw, cfg.dre.hcu.lanes, f.hcu_clock_mhz or target_clock)
+        power.append(f"HCU power {f.hcu_power_mw:g} mW from {f.path}" + (f" ({f.power_method})" if f.power_method
+                                                                          else ""))
+    else:
+        power.append("HCU energy from paper Table III")
+    if f is not None and f.wtu_power_mw is not None:
+        wtu_pj = _pj_per_lane_cycle(f.wtu_power_mw, cfg.dre.wtu.lanes, f.wtu_clock_mhz or target_clock)
+        power.append(f"WTU power {f.wtu_power_mw:g} mW from {f.path}")
+    else:
+        power.append("WTU energy from paper Table III")
+    power.append("KVMU energy from paper Table III")
+    return DRETiming(hcu[0], hcu[1], wtu[0], wtu[1], passes, hcu_pj, wtu_pj, "; ".join(parts), "; ".join(power))

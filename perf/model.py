@@ -1,0 +1,208 @@
+"""One step of a streaming session on one system, layer by layer, as a task timeline.
+
+Per decoder layer l the compute engine (V-Rex LXE or GPU) runs, in this order::
+
+    qkv[l] → (hash[l]) → (score[t]) → attn[l] → ffn[l]
+
+``hash[l]`` hashes the step's new keys, then the HCU clusters them (V-Rex: ``hcu`` resource; GPU: on the compute
+engine, one launch per token). ``score[t]`` scores the representatives for the *target* layer t and thresholds
+them (V-Rex: WTU on the ``wtu`` resource; GPU: top-k / sort on the compute engine); then ``fetch[t]`` brings the
+selected KV of layer t over the link (``offload`` resource), and ``attn[t]`` waits for it. The overlap policy
+(``perf.overlap``) picks the target:
+
+- ``prefetch`` (paper Fig. 5/6; all systems, as the paper configures its baselines): t = l + 1, so layer l+1's
+  transfer overlaps layer l's attention and FFN. Layer 0 has no previous layer; it predicts for itself.
+- ``serial``: t = l; prediction and transfer of a layer sit between its QKV generation and its attention.
+
+``evict[l]`` writes the KV pushed out of the recent window to the offload tier after the layer's fetches. The
+vision tower runs before layer 0 of a frame step, the LM head after the last layer. The latency of the step is
+the timeline's makespan; the critical path splits it into exposed time per category (vision, llm, prediction,
+retrieval, eviction).
+
+The Fig. 16 ablation is a choice of system: GPU + ReSV (prediction on the GPU, token-order layout), V-Rex with the
+KVPU but a token-order layout (``dre.kvmu.layout = token_order``), and full V-Rex (cluster-contiguous layout).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .dre_timing import DRETiming
+from .energy import Counters, step_energy
+from .platforms import Platform, gpu_platform, vrex_platform
+from .policies import Policy, clustering_prediction, gpu_work, selection_prediction
+from .timeline import Timeline
+from .transfer import Link, read_transfer, write_transfer
+from .workload import (KVGeometry, Step, Work, attention_work, eviction_tokens, ffn_work, lm_head_work, qkv_work,
+                       vision_work)
+
+__all__ = ["System", "StepResult", "simulate_step", "vrex_system", "gpu_system"]
+
+
+@dataclass(frozen=True)
+class System:
+    key: str
+    label: str
+    platform: Platform
+    policy: Policy
+    layout: str
+    overlap: str
+
+
+def vrex_system(cfg, pols: dict[str, Policy], *, layout: str | None = None, key: str = "vrex",
+                label: str | None = None) -> System:
+    """V-Rex running ReSV with its DRE; layout from ``dre.kvmu.layout`` unless given."""
+    if layout is None:
+        layout = "cluster_contiguous" if cfg.dre.kvmu.layout == "cluster_contiguous" else "token_scattered"
+    plat = vrex_platform(cfg)
+    return System(key, label or f"{plat.name} + ReSV", plat, pols["resv"], layout, cfg.perf.overlap)
+
+
+def gpu_system(cfg, pols: dict[str, Policy], policy: str) -> System:
+    plat = gpu_platform(cfg)
+    pol = pols[policy]
+    return System(f"gpu:{policy}", f"{plat.name} + {pol.label}", plat, pol, pol.gpu_layout, cfg.perf.overlap)
+
+
+@dataclass
+class StepResult:
+    """One step on one system. Times in seconds, energies in joules."""
+
+    system: str
+    step: Step
+    latency: float
+    exposed: dict                  # critical-path time per category (sums to latency)
+    busy: dict                     # busy time per resource
+    energy: dict                   # joules per part (vrex.perf.energy)
+    counters: Counters = field(repr=False)
+    weight_floor: float = 0.0      # weights streamed / peak DRAM bandwidth
+    compute_floor: float = 0.0     # matrix / matrix peak + vector / vector peak
+    link_floor: float = 0.0        # fetched payload / peak link bandwidth
+    busy_by_category: dict = field(default_factory=dict)
+
+    @property
+    def energy_total(self) -> float:
+        return sum(self.energy.values())
+
+    @property
+    def throughput(self) -> float:
+        """Steps of all streams per second (frames per second for a frame step)."""
+        return self.step.batch / self.latency
+
+    def as_dict(self) -> dict:
+        return {"kind": self.step.kind, "kv_tokens": self.step.kv_tokens, "batch": self.step.batch,
+                "latency_s": self.latency, "throughput_per_s": self.throughput,
+                "energy_j": self.energy_total, "energy_per_stream_j": self.energy_total / self.step.batch,
+                "energy_parts_j": self.energy, "exposed_s": self.exposed, "busy_s": self.busy,
+                "busy_by_category_s": self.busy_by_category,
+                "floors_s": {"weights": self.weight_floor, "compute": self.compute_floor, "link": self.link_floor},
+                "counters": self.counters.as_dict()}
+
+
+def _split_kernels(total: int) -> tuple[int, int, int]:
+    third = total // 3
+    return third, third, total - 2 * third
+
+
+def simulate_step(cfg, system: System, step: Step, dre: DRETiming) -> StepResult:
+    """Build the step's task timeline on ``system`` (see the module notes) and account its time and energy."""
+    plat, pol = system.platform, system.policy
+    m, layers = cfg.model, cfg.model.layers
+    geom = KVGeometry.of(cfg, step.kv_tokens)
+    link = Link.of(cfg, plat)
+    tl, cnt = Timeline(), Counters()
+    gpu = plat.kind == "gpu"
+    k_qkv, k_attn, k_ffn = _split_kernels(plat.llm_kernels_per_layer) if gpu else (0, 0, 0)
+
+    def compute(name, category, work: Work, deps):
+        cnt.work = cnt.work + work
+        cnt.compute_busy += plat.compute_busy(work)
+        cnt.compute_active += max(plat.compute_busy(work), plat.memory_busy(work))
+        return tl.add(name, category, "compute", plat.time(work), deps)
+
+    def ratio(layer: int) -> float:
+        if pol.predictor == "cluster_hash" and layer < cfg.resv.dense_layers:
+            return 1.0
+        return pol.ratio(step.stage)
+
+    # regions of one layer: (K or V) x KV head of head slices; ReKV's blocks hold all heads per (K or V)
+    if system.layout == "block_contiguous":
+        regions, slice_bytes, run = 2, m.kv_heads * geom.slice_bytes, pol.block_tokens
+    else:
+        regions, slice_bytes, run = 2 * m.kv_heads, geom.slice_bytes, cfg.perf.cluster_run_tokens
+    reuse = 1.0 - cfg.perf.reuse_fraction
+    sel_pred = selection_prediction(cfg, pol, step, geom)
+    clu_pred = clustering_prediction(cfg, pol, step, geom)
+    fetched, reads = {}, {}     # fetch task per layer; transfer per retrieval ratio
+    sel_gpu = gpu_work(sel_pred, plat) if gpu else None
+    clu_gpu = gpu_work(clu_pred, plat) if gpu else None
+
+    def predict_and_fetch(target: int, after):
+        gate = after
+        if not sel_pred.empty:
+            if plat.has_dre:
+                gate = compute(f"score{target}", "prediction", sel_pred.compute, [after])
+                rows, row_len = sel_pred.select_rows, sel_pred.select_row_len
+                cycles = dre.wtu_cycles(cfg, rows, row_len)
+                cnt.wtu_cycles += cycles
+                cnt.wtu_visits += dre.wtu_score_visits(cfg, rows, row_len)
+                # rows are spread over the cores' WTUs
+                wtus = min(plat.cores, rows)
+                gate = tl.add(f"wtu{target}", "prediction", "wtu", cycles / (wtus * plat.clock_hz), [gate])
+            else:
+                gate = compute(f"score{target}", "prediction", sel_gpu, [after])
+        r = ratio(target)
+        if r not in reads:
+            reads[r] = read_transfer(link, system.layout, offloaded=geom.offloaded, selected=r * geom.offloaded * reuse,
+                                     regions=regions * step.batch, slice_bytes=slice_bytes, run_tokens=run)
+        tr = reads[r]
+        cnt.read = cnt.read + tr
+        fetched[target] = tl.add(f"fetch{target}", "retrieval", "offload", tr.seconds, [gate])
+
+    prev = None
+    if step.vision:
+        prev = compute("vision", "vision", vision_work(cfg, step), [])
+    evict_tokens = eviction_tokens(step, geom)
+    qkv_w = qkv_work(cfg, step).with_kernels(k_qkv)
+    ffn_w = ffn_work(cfg, step).with_kernels(k_ffn)
+    attn_w = {}     # by retrieval ratio (dense layers differ)
+    wr = write_transfer(link, system.layout, tokens=evict_tokens, regions=regions * step.batch,
+                        slice_bytes=slice_bytes)
+    for layer in range(layers):
+        qkv = compute(f"qkv{layer}", "llm", qkv_w, [prev])
+        if not clu_pred.empty:
+            if plat.has_dre:
+                h = compute(f"hash{layer}", "prediction", clu_pred.compute, [qkv])
+                cycles = dre.hcu_cycles(cfg, clu_pred.cluster_tokens, clu_pred.cluster_open)
+                cnt.hcu_cycles += cycles
+                cnt.hcu_compares += dre.hcu_compares(clu_pred.cluster_tokens, clu_pred.cluster_open)
+                # contexts (stream, KV head) are spread over the cores' HCUs
+                hcus = min(plat.cores, clu_pred.cluster_tokens / step.tokens)
+                tl.add(f"hcu{layer}", "prediction", "hcu", cycles / (hcus * plat.clock_hz), [h])
+            else:
+                compute(f"cluster{layer}", "prediction", clu_gpu, [qkv])
+        if system.overlap == "serial":
+            predict_and_fetch(layer, qkv)
+        else:
+            if layer == 0:
+                predict_and_fetch(0, qkv)
+            if layer + 1 < layers:
+                predict_and_fetch(layer + 1, qkv)
+        r = ratio(layer)
+        if r not in attn_w:
+            attended = geom.resident + r * geom.offloaded + step.tokens
+            attn_w[r] = attention_work(cfg, step, attended).with_kernels(k_attn)
+        attn = compute(f"attn{layer}", "llm", attn_w[r], [qkv, fetched[layer]])
+        prev = compute(f"ffn{layer}", "llm", ffn_w, [attn])
+        cnt.write = cnt.write + wr
+        if wr.seconds:
+            tl.add(f"evict{layer}", "eviction", "offload", wr.seconds, [qkv])
+    compute("lm_head", "llm", lm_head_work(cfg, step).with_kernels(1 if gpu else 0), [prev])
+
+    latency = tl.makespan
+    w = cnt.work
+    return StepResult(
+        system.key, step, latency, tl.exposed(), tl.busy(), step_energy(cfg, plat, cnt, latency, dre), cnt,
+        weight_floor=w.weight_bytes / plat.dram_bw,
+        compute_floor=w.matmul_flops / plat.matmul_peak + w.vector_ops / plat.vector_peak,
+        link_floor=cnt.read.payload / plat.link_bw, busy_by_category=tl.busy_by_category())
