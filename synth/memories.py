@@ -163,7 +163,11 @@ def macro_liberty(srams: list[MemoryInfo], lib) -> str:
              '  voltage_unit : "1V";', '  current_unit : "1mA";', '  leakage_power_unit : "1nW";',
              '  pulling_resistance_unit : "1kohm";', "  capacitive_load_unit (1,pf);",
              f"  nom_voltage : {lib.voltage or 1.0:g};", "  nom_process : 1;", "  nom_temperature : 25;",
-             "  default_input_pin_cap : 0.002;", "  default_output_pin_cap : 0;", "  default_max_transition : 1;"]
+             "  default_input_pin_cap : 0.002;",
+             "  input_threshold_pct_rise : 50;", "  input_threshold_pct_fall : 50;",
+             "  output_threshold_pct_rise : 50;", "  output_threshold_pct_fall : 50;",
+             "  slew_lower_threshold_pct_rise : 20;", "  slew_lower_threshold_pct_fall : 20;",
+             "  slew_upper_threshold_pct_rise : 80;", "  slew_upper_threshold_pct_fall : 80;", "  default_output_pin_cap : 0;", "  default_max_transition : 1;"]
     types = set()
     for m in srams:
         for p, w in m._widths.items():
