@@ -35,7 +35,7 @@ from .verilog import emit
 
 __all__ = ["FIGURES_VERSION", "component_figures", "figure_tools", "install_hint"]
 
-FIGURES_VERSION = 1
+FIGURES_VERSION = 2
 
 
 def figure_tools() -> dict:
@@ -216,6 +216,8 @@ def _library_figures(record, name, cfg, emitted, lib, clock, folder, missing, *,
 
 def _saif_rates(saif, memories, top):
     """rate_for(net) closure: the SAIF duty of an enable net (path-qualified), constants as such."""
+    from .saif import normalise_net
+
     paths = {}
     for m in memories:
         prefix = m.path.split("/", 1)[1].replace("/", ".") + "." if "/" in m.path else ""
@@ -225,7 +227,7 @@ def _saif_rates(saif, memories, top):
     def rate_for(net):
         if net in ("0", "1"):
             return float(net), "constant"
-        a = saif.activity(paths.get(net, "") + net)
+        a = saif.activity(paths.get(net, "") + normalise_net(net))
         if a is None:
             return 1.0, "not in the SAIF: assumed every cycle (upper bound)"
         return a[1], "SAIF duty of the enable"
