@@ -119,7 +119,7 @@ def component_figures(name: str, cfg, *, liberty: str | None = None, clock_mhz: 
     key_parts = {"v": FIGURES_VERSION, "verilog": hashlib.sha256(emitted.verilog.read_bytes()).hexdigest(),
                  "config": cfg.hash(), "lib": lib.identity() if lib else None, "clock": clock,
                  "tools": figure_tools(), "sta": sta_ok, "verilator": verilator_ok, "activity": activity,
-                 "txn": n_txn, "stimulus": stimulus or tech.activity_stimulus, "traffic": (p_valid, p_ready),
+                 "txn": n_txn, "max_cycles": tech.activity_max_cycles, "stimulus": stimulus or tech.activity_stimulus, "traffic": (p_valid, p_ready),
                  "pdk_sram": bool(pdk_dir(tech.pdk_dir, required=False))}
     folder = build_dir("figures", f"{name}-{cfg.hash()}")
     cache = folder / f"{_cache_key(key_parts)}.json"

@@ -83,6 +83,14 @@ def test_higher_activity_costs_more_power():
     assert busy["power_mw"]["total"] > idle["power_mw"]["total"]
 
 
+def test_activity_run_is_cut_at_the_cycle_cap():
+    cfg = TINY.with_overrides({"technology.activity_max_cycles": 150})
+    r = component_figures("hamming_lanes", cfg, transactions=TXN)
+    p = r["power_mw"]
+    assert p["stimulus"]["truncated"] is True and p["sim_cycles"] == 150
+    assert 100 < p["stimulus"]["transactions_run"] < TXN and p["total"] > 0
+
+
 def test_default_activity_power_grows_with_activity(work_dir):
     lib = resolve_library("sky130")
     e = emit("hamming_lanes", TINY)

@@ -322,6 +322,9 @@ class TechnologyConfig(_Section):
         "synthetic", "Stimulus of the SAIF power run: recorded block jobs of a session (synthetic or video "
                      "trace) where the block takes jobs, else the bench's random stimulus.")
     activity_transactions: int = param(2000, "Input transactions of the SAIF power run.", min=1)
+    activity_max_cycles: int = param(
+        20000, "Cycle cap of the SAIF power run (a longer stimulus is cut; outputs seen so far are still checked).",
+        min=100)
 
 
 @dataclass(frozen=True)
