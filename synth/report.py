@@ -148,6 +148,12 @@ def render_report(data: dict, out: Path) -> Path:
     for block, pa, pp, a, p, fmax, status, mem in rows:
         L.append(f"| {block} | {pa:.3g} | {_f(a)} | {pp:.4g} | {_f(p)} | {_f(fmax, '{:.0f}')} | "
                  f"{_f(mem, '{:.3f}')} | {status} |")
+    others = [n for n in comps if n not in PAPER_BLOCKS.values()]
+    if others:
+        L += ["", "Other components (not rows of Table III), scaled the same way: " + "; ".join(
+            f"`{n}` ({comps[n]['description']}): {_f(_scaled(comps[n], 'area_mm2'))} mm², "
+            f"{_f(_scaled(comps[n], 'power_mw'))} mW, fmax {_f(_scaled(comps[n], 'fmax_mhz'), '{:.0f}')} MHz"
+            for n in others) + "."]
     L += ["", f"Paper DRE memory: {DRE_MEMORY_KB} KB (128 B + 4 KB + 8 KB + 8 KB). Paper core: "
           f"{CORE_TOTAL[0]} mm², {CORE_TOTAL[1]} mW.", ""]
     shares = [(b, a, p) for b, _, _, a, p, *_ in rows if b in ("HCU", "WTU") and a]

@@ -76,3 +76,17 @@ def test_report_cli_writes_the_folder(work_dir, monkeypatch, capsys):
     monkeypatch.delenv("VREX_PDK_DIR", raising=False)
     assert main(["report", "-c", "tiny", "-o", str(work_dir), "-j", "1"]) == 0
     assert "report:" in capsys.readouterr().out and (work_dir / "figures.json").is_file()
+
+
+@needs_pdk
+@pytest.mark.slow
+@pytest.mark.skipif(not find("sta").found, reason="OpenSTA is not installed")
+def test_default_edge_report(work_dir):
+    """The main job on the default (edge) config, as `make report` runs it."""
+    write_report(load_config(), work_dir, workers=2, progress=False)
+    md, data = _read(work_dir)
+    rec = data["components"]["hamming_lanes"]
+    assert data["meta"]["config"] == "edge" and rec["power_mw"]["stimulus"]["transactions_run"] == 2000
+    assert sum(rec["area_breakdown"].values()) == pytest.approx(rec["area_um2"])
+    assert rec["scaled"]["area_mm2"] > 0 and rec["scaled"]["power_mw"] > 0 and rec["scaled"]["fmax_mhz"] > 0
+    assert len(_table_iii_rows(md)) == 4 and (work_dir / "index.html").is_file()
