@@ -22,7 +22,6 @@ import hashlib
 import json
 import os
 import time
-from pathlib import Path
 
 from vrex.errors import VrexError
 from vrex.paths import build_dir, git_revision, pdk_dir
@@ -155,8 +154,8 @@ def _cycles(name: str, cfg, missing: dict):
         return None
     try:
         return fn(cfg)
-    except VrexError as e:
-        missing["cycles"] = f"measure_cycles failed: {e}"
+    except Exception as e:   # another block's hook failing must not lose the other figures; the report shows it
+        missing["cycles"] = f"measure_cycles failed: {type(e).__name__}: {e}"
         return None
 
 

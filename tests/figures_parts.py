@@ -7,7 +7,7 @@ memory held at ``addr`` before the transaction, plus one (mod 2^width); ``write`
 
 import random
 
-from amaranth import Module, Signal
+from amaranth import Module
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 

@@ -12,7 +12,6 @@ from vrex.sim.amaranth_run import run_amaranth
 from vrex.synth.figures import component_figures
 from vrex.synth.liberty import resolve_library
 from vrex.synth.mapped import map_design
-from vrex.synth.sram import sram_model
 from vrex.synth.sta import run_power, run_timing
 from vrex.synth.verilog import emit
 from vrex.tools import find
@@ -169,9 +168,28 @@ def test_flops_mode_builds_memories_from_registers(memstage):
     assert sum(flops["area_breakdown"].values()) == pytest.approx(flops["area_um2"])
 
 
-def test_small_memories_stay_flops(memstage):
-    r = component_figures(memstage, TINY.with_overrides({"technology.sram_min_bits": 4096}), activity=False)
-    assert r["memories"][0]["kind"] == "flops" and "sram_min_bits" in r["memories"][0]["reason"]
+def _design_with_memory(size, width, rd_clk_enable="1"):
+    cell = {"type": "$mem_v2", "parameters": {"SIZE": size, "WIDTH": width, "RD_PORTS": 1, "WR_PORTS": 1,
+                                               "RD_CLK_ENABLE": rd_clk_enable, "MEMID": "\\table"},
+            "connections": {"RD_EN": [2], "WR_EN": [3] * width}}
+    return {"modules": {"top": {"cells": {"m": cell}, "netnames": {"rd__en": {"bits": [2], "hide_name": 0},
+                                                                 "wr__en": {"bits": [3], "hide_name": 0},
+                                                                 "$9": {"bits": [3], "hide_name": 0}}}}}
+
+
+def test_memory_classification_rules():
+    from vrex.synth.memories import find_memories
+
+    (m,) = find_memories(_design_with_memory(32, 16), "sram", 256)
+    assert (m.kind, m.name, m.words, m.bits, m.read_enables, m.write_enables) == \
+        ("sram", "table", 32, 16, ["rd__en"], ["wr__en"])
+    assert m.macro == "vrex_sram_0_32x16"
+    (small,) = find_memories(_design_with_memory(8, 16), "sram", 256)
+    assert small.kind == "flops" and small.reason == "128 bits < technology.sram_min_bits (256)"
+    (comb,) = find_memories(_design_with_memory(32, 16, "0"), "sram", 256)
+    assert comb.kind == "flops" and "asynchronous" in comb.reason and not comb.sync_read
+    (flop,) = find_memories(_design_with_memory(32, 16), "flops", 256)
+    assert flop.kind == "flops" and flop.reason == "technology.memories is flops"
 
 
 def test_asap7_library_maps_and_times(work_dir):
