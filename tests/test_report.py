@@ -90,3 +90,32 @@ def test_default_edge_report(work_dir):
     assert sum(rec["area_breakdown"].values()) == pytest.approx(rec["area_um2"])
     assert rec["scaled"]["area_mm2"] > 0 and rec["scaled"]["power_mw"] > 0 and rec["scaled"]["fmax_mhz"] > 0
     assert len(_table_iii_rows(md)) == 4 and (work_dir / "index.html").is_file()
+
+
+def test_table_iii_rows_fill_in_when_blocks_are_registered(work_dir):
+    """Rendering only (no tools): records named hcu and wtu fill their rows, the DRE row sums them."""
+    from vrex.synth.report import render_report
+
+    def record(name, area_mm2, power_mw, mem_bits):
+        return {"component": name, "description": name, "generic": {"cells": 10, "transistors": 100,
+                                                                    "logic_depth": 3},
+                "area_um2": 1000.0, "area_breakdown": {name: 1000.0}, "memories": [
+                    {"path": name, "name": "mem", "words": mem_bits // 32, "bits": 32, "read_ports": 1,
+                     "write_ports": 1, "kind": "sram", "reason": "r", "area_lib_um2": 1.0, "read_pj": 1.0,
+                     "write_pj": 1.0, "access_ns": 1.0, "model_source": "m", "total_bits": mem_bits}],
+                "timing": None, "power_mw": None, "power_default_activity_mw": None, "lint_clean": True,
+                "scaled": {"area_mm2": area_mm2, "power_mw": power_mw, "fmax_mhz": 900.0, "method": "m",
+                           "source": "s"},
+                "cycles": {"per_token": {"overhead": 3, "per_unit": 2}}, "missing": {}}
+
+    data = {"meta": {"config": "edge", "config_hash": "h", "git": "g", "tools": {}, "liberty": {"description": "L"},
+                     "clock_mhz": 100.0, "target": {"node_nm": 14.0, "voltage": 0.8, "clock_mhz": 800.0},
+                     "missing_tools": {}, "errors": {}, "created": "now"},
+            "components": {"hcu": record("hcu", 0.005, 3.0, 33 * 1024), "wtu": record("wtu", 0.02, 30.0, 128 * 1024)}}
+    md = render_report(data, work_dir).read_text()
+    hcu, wtu, kvmu, dre = _table_iii_rows(md)
+    assert "| 0.005 |" in hcu and "| 3 |" in hcu and "| 4.125 |" in hcu and "measured" in hcu
+    assert "| 0.025 |" in dre and "| 33 |" in dre and "| 20.12" in dre and "HCU + WTU shown summed" in dre
+    assert "WTU/HCU area vrex 4.00× vs paper 2.00×" in md and "per_token.per_unit" in md
+    for png in ("area_vs_paper.png", "power_vs_paper.png", "cycles.png", "area_breakdown.png"):
+        assert (work_dir / png).stat().st_size > 1000
