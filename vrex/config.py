@@ -335,6 +335,19 @@ class TechnologyConfig(_Section):
     target_node_nm: float = param(14.0, "Node the figures are scaled to (paper: 14 nm).", min=1)
     target_voltage: float = param(0.8, "Supply the figures are scaled to (V).", min=0.3)
     target_clock_mhz: float = param(800.0, "Clock the power figures are scaled to (MHz).", min=1)
+    source_node_nm: float = param(
+        0.0, "Node of a custom Liberty file, for scaling (0: known for sky130 / asap7; unknown nodes are not scaled).",
+        min=0)
+    sram_min_bits: int = param(256, "Memories smaller than this stay flip-flops even with memories: sram.", min=0)
+    sram_model: Literal["asap7", "analytic"] = param(
+        "asap7", "SRAM macro figures: fit of the ASAP7 SRAM liberties in the PDK folder, or the stored fit.")
+    activity_stimulus: Literal["synthetic", "video", "random"] = param(
+        "synthetic", "Stimulus of the SAIF power run: recorded block jobs of a session (synthetic or video "
+                     "trace) where the block takes jobs, else the bench's random stimulus.")
+    activity_transactions: int = param(2000, "Input transactions of the SAIF power run.", min=1)
+    activity_max_cycles: int = param(
+        20000, "Cycle cap of the SAIF power run (a longer stimulus is cut; outputs seen so far are still checked).",
+        min=100)
 
 
 @dataclass(frozen=True)

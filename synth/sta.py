@@ -1,0 +1,114 @@
+"""OpenSTA: critical path, slack and fmax at the requested clock, and power (internal / switching / leakage).
+
+Constraints (so that timing is meaningful): one clock on ``clk`` with the requested period, input and output
+delays of 0 against it (a register-to-register budget for every port), the config's input driving cell on every
+data input and ``technology.output_load_pf`` on every output. The period, delays and loads are given in the
+library's own units (ASAP7 uses ps and fF).
+
+Power is ``report_power`` with either the global default activity (``set_power_activity -global``, toggles per
+clock cycle, duty 0.5) or a SAIF-derived annotation (:mod:`vrex.synth.saif`). The "Total" row is split into
+internal, switching and leakage power; OpenSTA reports watts.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+from vrex.errors import ToolFailedError
+from vrex.tools import find
+
+__all__ = ["sta_available", "run_timing", "run_power", "sta_version"]
+
+
+def sta_available() -> bool:
+    return find("sta").found
+
+
+def sta_version() -> str | None:
+    return find("sta").version
+
+
+def _header(mapped, lib, clock_mhz: float, tech) -> str:
+    libs = [f.name for f in lib.files] + ([mapped.macro_lib.name] if mapped.macro_lib else [])
+    period = (1000.0 / clock_mhz) / lib.time_unit_ns
+    load = tech.output_load_pf / lib.cap_unit_pf
+    reads = "\n".join(f"read_liberty {f}" for f in libs)
+    return f"""\
+{reads}
+read_verilog {mapped.netlist.name}
+link_design {mapped.top}
+create_clock -name clk -period {period:.6g} [get_ports clk]
+set vrex_inputs [delete_from_list [all_inputs] [get_ports clk]]
+set_input_delay 0 -clock clk $vrex_inputs
+set_output_delay 0 -clock clk [all_outputs]
+set_driving_cell -lib_cell {lib.drive_cell} $vrex_inputs
+set_load {load:.6g} [all_outputs]
+"""
+
+
+def _run(tcl: str, work: Path, name: str) -> str:
+    sta = find("sta")
+    if not sta.found:
+        raise ToolFailedError(f"OpenSTA is not installed; install it with: {sta.install}")
+    script = Path(work) / f"{name}.tcl"
+    script.write_text(tcl)
+    log = Path(work) / f"{name}.log"
+    try:
+        proc = subprocess.run([sta.path, "-no_splash", "-exit", script.name], cwd=work, capture_output=True,
+                              text=True, timeout=1800)
+    except subprocess.TimeoutExpired:
+        raise ToolFailedError(f"OpenSTA timed out on {script}") from None
+    out = proc.stdout + proc.stderr
+    log.write_text(out)
+    if proc.returncode or re.search(r"^Error", out, re.M):
+        tail = "\n  ".join(out.strip().splitlines()[-8:])
+        raise ToolFailedError(f"OpenSTA failed on {script} (log: {log}):\n  {tail}")
+    return out
+
+
+def run_timing(mapped, lib, clock_mhz: float, tech) -> dict:
+    """Worst setup slack at ``clock_mhz``; ``critical_path_ns = period - slack``; ``fmax = 1 / critical path``."""
+    out = _run(_header(mapped, lib, clock_mhz, tech) + """\
+report_checks -path_delay max -digits 4 -format full
+puts "VREX_WNS [worst_slack -max]"
+""", mapped.directory, "sta_timing")
+    m = re.search(r"VREX_WNS (\S+)", out)
+    period_ns = 1000.0 / clock_mhz
+    try:
+        slack = float(m.group(1)) * lib.time_unit_ns if m else None
+    except ValueError:
+        slack = None
+    if slack is None or abs(slack) > 1e20:
+        return {"critical_path_ns": None, "slack_ns": None, "fmax_mhz": None, "clock_mhz": clock_mhz,
+                "period_ns": period_ns, "reason": "OpenSTA found no constrained path"}
+    crit = period_ns - slack
+    sp = re.search(r"^Startpoint: (\S+)", out, re.M)
+    ep = re.search(r"^Endpoint: (\S+)", out, re.M)
+    return {"critical_path_ns": crit, "slack_ns": slack, "fmax_mhz": 1000.0 / crit if crit > 0 else None,
+            "clock_mhz": clock_mhz, "period_ns": period_ns, "startpoint": sp.group(1) if sp else None,
+            "endpoint": ep.group(1) if ep else None, "met": slack >= 0}
+
+
+def run_power(mapped, lib, clock_mhz: float, tech, *, activity_tcl: str | None = None,
+              default_activity: float = 0.1, tag: str = "default") -> dict:
+    """``report_power`` in mW: internal, switching, leakage, total (+ the macro group)."""
+    if activity_tcl is None:
+        annot = f"set_power_activity -global -activity {default_activity:g} -duty 0.5\n"
+    else:
+        (mapped.directory / f"activity_{tag}.tcl").write_text(activity_tcl)
+        annot = f"source activity_{tag}.tcl\n"
+    out = _run(_header(mapped, lib, clock_mhz, tech) + annot + "report_power -digits 8\n", mapped.directory,
+               f"sta_power_{tag}")
+    rows = {}
+    for name in ("Sequential", "Combinational", "Macro", "Pad", "Total"):
+        m = re.search(rf"^{name}\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)", out, re.M)
+        if m:
+            rows[name] = [float(x) * 1e3 for x in m.groups()]
+    if "Total" not in rows:
+        raise ToolFailedError(f"OpenSTA printed no power report (log: {mapped.directory / f'sta_power_{tag}.log'})")
+    internal, switching, leakage, total = rows["Total"]
+    return {"internal": internal, "switching": switching, "leakage": leakage, "total": total,
+            "sequential": rows.get("Sequential", [0, 0, 0, 0])[3],
+            "combinational": rows.get("Combinational", [0, 0, 0, 0])[3], "clock_mhz": clock_mhz}

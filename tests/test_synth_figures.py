@@ -1,0 +1,222 @@
+"""Library figures on the tiny config with sky130 from $VREX_PDK_DIR: area, hierarchy, memories, timing, power."""
+
+import os
+
+import pytest
+
+import figures_parts
+from vrex.config import load_config
+from vrex.hdl import registry
+from vrex.sim import benches
+from vrex.sim.amaranth_run import run_amaranth
+from vrex.synth.figures import component_figures
+from vrex.synth.liberty import resolve_library
+from vrex.synth.mapped import map_design
+from vrex.synth.sta import run_power, run_timing
+from vrex.synth.verilog import emit
+from vrex.tools import find
+
+needs_pdk = pytest.mark.skipif(not os.environ.get("VREX_PDK_DIR"),
+                               reason="VREX_PDK_DIR is not set: library figures need the Liberty folder")
+needs_sta = pytest.mark.skipif(not find("sta").found, reason="OpenSTA (apt-get install opensta) is not installed")
+pytestmark = [needs_pdk, needs_sta]
+
+TINY = load_config("tiny")
+TXN = 300   # SAIF stimulus length: small, the figures only need a representative activity
+
+
+@pytest.fixture
+def memstage(monkeypatch):
+    """Register the test-only hierarchical memory component for the duration of one test."""
+    registry.component_names()
+    monkeypatch.setitem(registry.COMPONENTS, "test_memstage", registry.ComponentSpec(
+        "test_memstage", "vrex_test_memstage", "test: memory lookup + plus-one stages", figures_parts.MemStage.from_config))
+    monkeypatch.setitem(benches.BENCH_MODULES, "test_memstage", "figures_parts")
+    return "test_memstage"
+
+
+def _self_consistent(r):
+    assert r["area_um2"] > 0 and r["cells"] > 0
+    assert sum(r["area_breakdown"].values()) == pytest.approx(r["area_um2"], rel=1e-9)
+    t = r["timing"]
+    assert t["critical_path_ns"] > 0 and t["critical_path_ns"] + t["slack_ns"] == pytest.approx(t["period_ns"])
+    assert t["fmax_mhz"] == pytest.approx(1000 / t["critical_path_ns"])
+    for key in ("power_mw", "power_default_activity_mw"):
+        p = r[key]
+        assert p["internal"] > 0 and p["switching"] > 0 and p["leakage"] >= 0
+        assert p["total"] == pytest.approx(p["internal"] + p["switching"] + p["leakage"], rel=1e-6)
+
+
+def test_hamming_lanes_figures_are_positive_and_consistent():
+    r = component_figures("hamming_lanes", TINY, transactions=TXN)
+    _self_consistent(r)
+    assert r["liberty"]["name"] == "sky130" and r["memories"] == []
+    p = r["power_mw"]
+    assert p["activity_source"] == "saif" and p["stimulus"]["transactions"] == TXN
+    c = p["coverage"]   # every input bit and every flop output annotated from the SAIF
+    assert c["input_bits_annotated"] == c["input_bits"] > 0 and c["flop_outputs_annotated"] == c["flop_outputs"] == 25
+    # scaling: the record's numbers are the raw ones times the stated factors
+    s = r["scaled"]
+    f = s["factors"]
+    assert s["area_mm2"] == pytest.approx(r["area_um2"] * f["area"] * 1e-6)
+    assert s["power_mw"] == pytest.approx((p["internal"] + p["switching"]) * f["dynamic_power"] + p["leakage"] * f["leakage"])
+    assert s["fmax_mhz"] == pytest.approx(1000 / (r["timing"]["critical_path_ns"] * f["delay"]))
+    assert (s["node_nm"], s["voltage"], s["clock_mhz"]) == (14.0, 0.8, 800.0)
+    assert "Stillmaker" in s["method"] and "x0.02703" in s["method"]
+    assert set(r["missing"]) == {"cycles"}   # the lane array has no measure_cycles
+
+
+def test_larger_config_costs_more_area():
+    small = component_figures("hamming_lanes", TINY, activity=False)
+    big = component_figures("hamming_lanes", TINY.with_overrides({"dre.hcu.lanes": 8}), activity=False)
+    assert big["area_um2"] > 1.6 * small["area_um2"]
+    assert big["power_default_activity_mw"]["total"] > small["power_default_activity_mw"]["total"]
+
+
+def test_higher_activity_costs_more_power():
+    busy = component_figures("hamming_lanes", TINY, transactions=TXN)
+    idle = component_figures("hamming_lanes", TINY, transactions=TXN, p_valid=0.15, p_ready=0.15)
+    assert busy["area_um2"] == idle["area_um2"]
+    assert idle["power_mw"]["sim_cycles"] > 2 * busy["power_mw"]["sim_cycles"]
+    assert busy["power_mw"]["switching"] > 2 * idle["power_mw"]["switching"]
+    assert busy["power_mw"]["total"] > idle["power_mw"]["total"]
+
+
+def test_activity_run_is_cut_at_the_cycle_cap():
+    cfg = TINY.with_overrides({"technology.activity_max_cycles": 150})
+    r = component_figures("hamming_lanes", cfg, transactions=TXN)
+    p = r["power_mw"]
+    assert p["stimulus"]["truncated"] is True and p["sim_cycles"] == 150
+    assert 100 < p["stimulus"]["transactions_run"] < TXN and p["total"] > 0
+
+
+def test_default_activity_power_grows_with_activity(work_dir):
+    lib = resolve_library("sky130")
+    e = emit("hamming_lanes", TINY)
+    m = map_design(e, lib, TINY, work_dir, clock_mhz=100)
+    low, high = (run_power(m, lib, 100, TINY.technology, default_activity=a, tag=str(a)) for a in (0.05, 0.2))
+    assert high["switching"] > 3 * low["switching"] and high["total"] > low["total"]
+    assert high["leakage"] == pytest.approx(low["leakage"])
+
+
+def test_saif_annotation_units_match_the_default_activity(work_dir):
+    """Annotating every input and flop at activity A / duty 0.5 gives about the global-A power of the flops.
+
+    (The logic differs: annotated activity propagates through the XOR/popcount trees, which raises it, while the
+    global figure puts A on every net.) A unit mistake (per ns vs per cycle) would be off by 10x or more.
+    """
+    from vrex.synth.mapped import flop_state_nets
+
+    lib = resolve_library("sky130")
+    e = emit("hamming_lanes", TINY)
+    m = map_design(e, lib, TINY, work_dir, clock_mhz=100)
+    text = m.netlist.read_text()
+    tcl = []
+    for line in text.splitlines():
+        parts = line.split()
+        if parts and parts[0] == "input" and parts[-1].rstrip(";") != "clk":
+            name = parts[-1].rstrip(";")
+            if len(parts) == 3:
+                hi, lo = map(int, parts[1].strip("[]").split(":"))
+                bits = [f"{name}[{i}]" for i in range(lo, hi + 1)]
+            else:
+                bits = [name]
+            tcl += [f"set_power_activity -input_ports [get_ports {{{b}}}] -activity 0.1 -duty 0.5" for b in bits]
+    tcl += [f"sta::set_power_pin_activity [get_pins {{{inst}/{pin}}}] 0.1 0.5" for inst, pin, _, _ in
+            flop_state_nets(text, lib)]
+    assert len(tcl) > 25
+    annotated = run_power(m, lib, 100, TINY.technology, activity_tcl="\n".join(tcl) + "\n", tag="units")
+    default = run_power(m, lib, 100, TINY.technology, default_activity=0.1, tag="units_default")
+    assert annotated["sequential"] == pytest.approx(default["sequential"], rel=0.25)
+    assert annotated["combinational"] > default["combinational"]
+
+
+def test_test_component_matches_its_golden_model():
+    bench = figures_parts.make_bench(TINY, n=120, seed=4)
+    result = run_amaranth(figures_parts.MemStage.from_config(TINY), bench)
+    assert not result.report(bench), result.report(bench)
+
+
+def test_sram_memories_are_macros_and_hierarchy_sums(memstage):
+    r = component_figures(memstage, TINY, transactions=TXN)
+    _self_consistent(r)
+    (mem,) = r["memories"]
+    assert (mem["words"], mem["bits"], mem["kind"], mem["path"]) == (32, 16, "sram", "vrex_test_memstage/lookup")
+    bd = r["area_breakdown"]
+    assert set(bd) == {"vrex_test_memstage", "vrex_test_memstage/lookup", "vrex_test_memstage/post",
+                       "vrex_test_memstage/lookup/mem [sram]"}
+    assert bd["vrex_test_memstage/lookup/mem [sram]"] == pytest.approx(mem["area_lib_um2"])
+    assert r["logic_area_um2"] == pytest.approx(r["area_um2"] - mem["area_lib_um2"])
+    assert not any("dfxtp" in t and n >= 32 * 16 for t, n in r["cell_types"].items())   # not built from flops
+    # access rates come from the SAIF duty of the port enables: every transaction reads, about half write
+    (detail,) = r["power_mw"]["memory_detail"]
+    assert detail["rate_source"] == ["SAIF duty of the enable"]
+    assert 0.8 < detail["read_rate"][0] <= 1.0 and 0.3 < detail["write_rate"][0] < 0.7
+    assert r["power_mw"]["memory"] > 0 and r["power_mw"]["total"] > r["power_mw"]["memory"]
+    # the memory's read data is timed through the macro's access arc
+    assert r["timing"]["critical_path_ns"] > mem["access_ns"] > 0
+
+
+def test_flops_mode_builds_memories_from_registers(memstage):
+    sram = component_figures(memstage, TINY, activity=False)
+    flops = component_figures(memstage, TINY.with_overrides({"technology.memories": "flops"}), activity=False)
+    (mem,) = flops["memories"]
+    assert mem["kind"] == "flops" and mem["reason"] == "technology.memories is flops"
+    assert not any(k.endswith("[sram]") for k in flops["area_breakdown"])
+    assert flops["generic"]["flops"] >= 32 * 16
+    assert flops["logic_area_um2"] > 5 * sram["logic_area_um2"]
+    assert sum(flops["area_breakdown"].values()) == pytest.approx(flops["area_um2"])
+
+
+def _design_with_memory(size, width, rd_clk_enable="1"):
+    cell = {"type": "$mem_v2", "parameters": {"SIZE": size, "WIDTH": width, "RD_PORTS": 1, "WR_PORTS": 1,
+                                               "RD_CLK_ENABLE": rd_clk_enable, "MEMID": "\\table"},
+            "connections": {"RD_EN": [2], "WR_EN": [3] * width}}
+    return {"modules": {"top": {"cells": {"m": cell}, "netnames": {"rd__en": {"bits": [2], "hide_name": 0},
+                                                                 "wr__en": {"bits": [3], "hide_name": 0},
+                                                                 "$9": {"bits": [3], "hide_name": 0}}}}}
+
+
+def test_memory_classification_rules():
+    from vrex.synth.memories import find_memories
+
+    (m,) = find_memories(_design_with_memory(32, 16), "sram", 256)
+    assert (m.kind, m.name, m.words, m.bits, m.read_enables, m.write_enables) == \
+        ("sram", "table", 32, 16, ["rd__en"], ["wr__en"])
+    assert m.macro == "vrex_sram_0_32x16"
+    (small,) = find_memories(_design_with_memory(8, 16), "sram", 256)
+    assert small.kind == "flops" and small.reason == "128 bits < technology.sram_min_bits (256)"
+    (comb,) = find_memories(_design_with_memory(32, 16, "0"), "sram", 256)
+    assert comb.kind == "flops" and "asynchronous" in comb.reason and not comb.sync_read
+    (flop,) = find_memories(_design_with_memory(32, 16), "flops", 256)
+    assert flop.kind == "flops" and flop.reason == "technology.memories is flops"
+
+
+def test_asap7_library_maps_and_times(work_dir):
+    lib = resolve_library("asap7")
+    assert len(lib.files) == 5 and lib.node_nm == 7.0 and lib.time_unit_ns == pytest.approx(0.001)
+    m = map_design(emit("hamming_lanes", TINY), lib, TINY, work_dir, clock_mhz=1000)
+    assert 20 < m.area_um2 < 1000
+    t = run_timing(m, lib, 1000, TINY.technology)
+    assert 0.05 < t["critical_path_ns"] < 2.0
+    # both libraries, scaled to 14 nm, land within a factor of 4 of each other (the scaling is approximate)
+    from vrex.synth.scaling import area_factor
+
+    sky = component_figures("hamming_lanes", TINY, activity=False)
+    ratio = (sky["area_um2"] * area_factor(130, 14)) / (m.area_um2 * area_factor(7, 14))
+    assert 0.25 < ratio < 4
+
+
+def test_cached_record_is_reused():
+    a = component_figures("hamming_lanes", TINY, activity=False)
+    b = component_figures("hamming_lanes", TINY, activity=False)
+    assert a["meta"]["created"] == b["meta"]["created"] and a == b
+    c = component_figures("hamming_lanes", TINY, activity=False, use_cache=False)
+    assert c["area_um2"] == a["area_um2"]
+
+
+def test_missing_opensta_gives_partial_figures():
+    r = component_figures("hamming_lanes", TINY, activity=False, skip_tools=("sta",))
+    assert r["area_um2"] > 0 and r["timing"] is None and r["power_mw"] is None
+    assert "apt-get install opensta" in r["missing"]["timing"]
+    assert r["scaled"]["area_mm2"] > 0 and r["scaled"]["power_mw"] is None
