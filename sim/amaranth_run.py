@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from amaranth.hdl import Value
 from amaranth.sim import Simulator
 
 from .bench import BenchResult, StreamBench
@@ -16,7 +17,7 @@ def run_amaranth(dut, bench: StreamBench, *, vcd_path=None) -> BenchResult:
     ins = {p: resolve_port(dut, p) for p in bench.inputs}
     outs = {p: resolve_port(dut, p) for p in bench.expected}
     traffic = Traffic(bench, "amaranth.sim")
-    sampled = [ins[p].ready for p in ins] + [x for p in outs for x in (outs[p].valid, outs[p].payload.as_value())]
+    sampled = [ins[p].ready for p in ins] + [x for p in outs for x in (outs[p].valid, Value.cast(outs[p].payload))]
 
     async def testbench(ctx):
         for name, value in bench.statics.items():
@@ -28,7 +29,7 @@ def run_amaranth(dut, bench: StreamBench, *, vcd_path=None) -> BenchResult:
             for p, (valid, payload) in drive.items():
                 ctx.set(ins[p].valid, valid)
                 if valid:
-                    ctx.set(ins[p].payload.as_value(), payload)
+                    ctx.set(Value.cast(ins[p].payload), payload)
             for p, r in ready.items():
                 ctx.set(outs[p].ready, r)
             values = (await ctx.tick().sample(*sampled))[2:]

@@ -7,7 +7,7 @@ import pytest
 
 from vrex.cli import build_parser, main
 
-SUBCOMMANDS = ["config", "doctor", "verilog", "synth", "report", "sim"]
+SUBCOMMANDS = ["config", "doctor", "verilog", "synth", "report", "sim", "sweep", "perf"]
 
 
 def run(capsys, *argv):

@@ -33,6 +33,8 @@ examples:
   vrex sim --component hamming_lanes --sim verilator
   vrex synth --component hamming_lanes    generic cell / transistor counts
   vrex report                             the main job on the default config
+  vrex sweep configs/sweeps/hamming_lanes.yaml   figures over a parameter grid, with Pareto plots
+  vrex perf --config server               per-frame latency, FPS, TPOT, energy vs the GPU baselines
   vrex doctor                             which tools were found, and how to get the others
 """
 
