@@ -1,6 +1,7 @@
 """Per-component bench modules: one line per component in BENCH_MODULES.
 
-A bench module provides ``make_bench(cfg, n=, seed=, p_valid=, p_ready=, reference=, jobs=None) ->
+A bench module provides a ``JOB_KIND`` ("hcu", "wtu" or "both": which recorded block jobs its ``jobs=``
+takes; absent when it takes none), ``make_bench(cfg, n=, seed=, p_valid=, p_ready=, reference=, jobs=None) ->
 StreamBench`` (``jobs``: recorded block jobs from vrex.golden.jobs for trace-driven stimulus, where the block
 has jobs) and optionally ``measure_cycles(cfg) -> dict`` (named cycle figures that the report and the
 performance model consume).
@@ -10,7 +11,7 @@ import importlib
 
 from vrex.errors import UsageError
 
-__all__ = ["BENCH_MODULES", "bench_for", "cycles_for"]
+__all__ = ["BENCH_MODULES", "bench_for", "cycles_for", "job_kind", "trace_jobs"]
 
 BENCH_MODULES = {
     "hamming_lanes": "vrex.sim.hamming_lanes",
@@ -33,3 +34,30 @@ def bench_for(component: str):
 def cycles_for(component: str):
     """The component's ``measure_cycles(cfg)`` function, or None if it has none."""
     return getattr(_module(component), "measure_cycles", None) if component in BENCH_MODULES else None
+
+
+def job_kind(component: str):
+    """Which recorded jobs the component's bench replays: "hcu", "wtu", "both" or None."""
+    return getattr(_module(component), "JOB_KIND", None)
+
+
+def trace_jobs(cfg, component: str, trace: str, *, frames=None, seed: int = 0):
+    """Recorded block jobs for ``component`` from a trace: a jobs JSON file, or "synthetic" / "video" / a trace
+    file run through a ReSV session (vrex.golden.jobs.record_jobs)."""
+    from pathlib import Path
+
+    kind = job_kind(component)
+    if kind is None:
+        raise UsageError(f"component {component!r} takes random stimulus only; --trace applies to components that "
+                         "replay recorded block jobs.")
+    if trace.endswith(".json") and Path(trace).is_file():
+        from vrex.golden.jobs import load_jobs
+
+        hcu, wtu, _ = load_jobs(trace)
+    else:
+        try:
+            from vrex.golden.jobs import record_jobs
+        except ImportError:
+            raise UsageError("trace-driven stimulus needs the golden model's vrex.golden.jobs.record_jobs") from None
+        hcu, wtu = record_jobs(cfg, trace, frames=frames, seed=seed)
+    return {"hcu": hcu, "wtu": wtu, "both": (hcu, wtu)}[kind]

@@ -15,8 +15,13 @@ def _cmd_sim(args) -> int:
     spec = get_component(args.component)
     from .benches import bench_for
 
+    jobs = None
+    if args.trace:
+        from .benches import trace_jobs
+
+        jobs = trace_jobs(cfg, args.component, args.trace, frames=args.frames, seed=args.seed)
     bench = bench_for(args.component)(cfg, n=args.transactions, seed=args.seed, p_valid=1 - args.stall,
-                                      p_ready=1 - args.stall)
+                                      p_ready=1 - args.stall, jobs=jobs)
     work = build_dir("sim", safe_name(f"cli-{args.component}-{cfg.hash()}-{args.sim}-{args.seed}"))
     if args.sim == "amaranth":
         from .amaranth_run import run_amaranth
@@ -42,7 +47,8 @@ def _cmd_sim(args) -> int:
 def register(sub) -> None:
     s = sub.add_parser("sim", help="simulate a component against its golden model",
                        description="Drive a component with randomized stimulus under random back-pressure and "
-                                   "compare every output transaction with the golden model.")
+                                   "compare every output transaction with the golden model. With --trace the stimulus is the "
+                                   "block jobs recorded from a streaming session.")
     s.add_argument("--component", required=True, metavar="NAME", help="component name")
     add_config_option(s)
     s.add_argument("--sim", choices=["amaranth", "verilator", "icarus"], default="verilator",
@@ -51,5 +57,10 @@ def register(sub) -> None:
     s.add_argument("--transactions", "-n", type=int, default=500, help="input transactions (default 500)")
     s.add_argument("--stall", type=float, default=0.3,
                    help="probability that an input idles / an output stalls in a cycle (default 0.3)")
+    s.add_argument("--trace", metavar="synthetic|video|PATH",
+                   help="trace-driven stimulus: the block jobs a ReSV session hands to this block on the synthetic "
+                        "or real-video trace (or a user trace file), or a saved jobs JSON file")
+    s.add_argument("--frames", type=int, metavar="N", help="with --trace: frames of the session (default: the "
+                                                            "golden model's default)")
     s.add_argument("--waves", action="store_true", help="write waveforms into the work folder")
     s.set_defaults(func=_cmd_sim)
