@@ -22,6 +22,7 @@ COMMAND_MODULES = [
     "vrex.cli",            # config, doctor
     "vrex.synth.cli",      # verilog, synth, report
     "vrex.sim.cli",        # sim
+    "vrex.golden.cli",     # golden, golden-jobs, golden-bench
 ]
 
 EPILOG = """\
