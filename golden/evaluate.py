@@ -24,6 +24,7 @@ import platform
 import time
 from dataclasses import dataclass, field
 
+import numpy
 import torch
 
 from vrex.errors import UsageError
@@ -251,8 +252,6 @@ def _report(cfg, trace, policies, acc, layers, heads, settings, engine) -> dict:
                             "hcu": {k: sum(c[k] for c in cl) for k in ("jobs", "spilled", "full_events",
                                                                         "closed_by_capacity")},
                             "wtu": st["wtu"], "engine": st["engine"], "per_context": cl}
-    import numpy
-
     return {"config": cfg.name, "config_hash": cfg.hash(), "trace": trace.describe(),
             "layers": layers, "heads": heads, "methods": methods,
             "per_layer_head": {"layers": layers, "heads": heads, "retrieval_ratio": per_lh},

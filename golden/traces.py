@@ -119,8 +119,8 @@ def make_trace(cfg, source: str, *, layers=None, options: TraceOptions = TraceOp
         return _make_trace(cfg, source, layers, options)
 
 
-def _make_trace(cfg, source, layers, options) -> Trace:
-    layers = list(range(cfg.model.layers)) if layers is None else sorted(set(layers))
+def _make_trace(cfg, source, requested, options) -> Trace:
+    layers = list(range(cfg.model.layers)) if requested is None else sorted(set(requested))
     need = needed_layers(cfg, layers)
     pre = cfg.resv.hashed_key == "pre_rope"
     if source not in ("synthetic", "video"):
@@ -129,7 +129,10 @@ def _make_trace(cfg, source, layers, options) -> Trace:
             raise TraceError(f"--trace {source!r} is neither synthetic, video, nor an existing .pt/.npz/.safetensors "
                              "trace file.")
         trace = load_trace(path, cfg)
-        trace = trace.select_layers([l for l in need])
+        if requested is not None:
+            trace = trace.select_layers(need)
+        elif cfg.resv.predict_from == "previous_layer":
+            trace.select_layers(needed_layers(cfg, trace.layer_ids))          # fails clearly if one is missing
         if options.frames is not None:
             raise TraceError("--frames applies to generated traces only; cut a file trace before saving it.")
         if pre and any(trace.layers[l].k_pre is None or trace.layers[l].q_pre is None for l in need):

@@ -86,3 +86,15 @@ def test_golden_bench_reports_throughput(capsys, tmp_path):
     assert code == 0 and "tokens/s per layer-head" in out
     r = json.loads(js.read_text())
     assert r["tokens"] >= 300 and r["session"]["tensor"]["tokens_per_s_per_layer_head"] > 0
+
+
+def test_golden_runs_a_user_trace_file_with_a_layer_subset(capsys, tmp_path):
+    from vrex.config import load_config
+    from vrex.golden.trace import save_trace
+    from vrex.golden.traces import TraceOptions, make_trace
+
+    tiny = load_config("tiny")
+    path = save_trace(make_trace(tiny, "synthetic", layers=[1], options=TraceOptions(frames=12)), tmp_path / "t.npz")
+    code, out, err = run(capsys, "golden", "-c", "tiny", "--trace", str(path), "--methods", "resv,rekv", "-q")
+    assert code == 0, err
+    assert "file trace" in out and "1 layers × 2 KV heads" in out
