@@ -5,6 +5,7 @@ import math
 import pytest
 import torch
 
+from conftest import params
 from vrex.config import load_config
 from vrex.golden.cluster_table import ClusterTable
 from vrex.golden.evaluate import evaluate
@@ -15,6 +16,7 @@ from vrex.golden.resv import JobRecorder, ReSVPolicy, run_session
 from vrex.golden.stream import Stream
 from vrex.golden.traces import TraceOptions, make_trace
 from vrex.golden.wtu import select_row
+from vrex.sim.cases import RESV_SESSION_CASES
 
 TINY = load_config("tiny")
 
@@ -63,23 +65,15 @@ def _replay_wtu(cfg, wtu_jobs, outcomes):
         assert agg == out.mask
 
 
-@pytest.mark.parametrize("overrides", [
-    {},
-    {"resv.preload": "fill", "dre.hcu.full_policy": "spill", "resv.hamming_threshold": 2},
-    {"resv.preload": "fill", "dre.hcu.full_policy": "join_nearest", "resv.hamming_threshold": 2,
-     "resv.assignment": "first", "resv.cluster_code": "majority"},
-    {"resv.selection": "exact", "resv.retrieval_scope": "all", "resv.score_transform": "relu"},
-    {"dre.wtu.mode": "topk", "resv.cluster_scope": "layer", "resv.hyperplane_sharing": "per_layer",
-     "resv.gqa_aggregation": "global"},
-], ids=["default", "fill-spill", "fill-join-first-majority", "exact-all-relu", "topk-layer-global"])
-def test_recorded_jobs_replay_through_the_block_references(trace, overrides):
-    cfg = TINY.with_overrides(overrides)
+@pytest.mark.parametrize("case", params(RESV_SESSION_CASES))
+def test_recorded_jobs_replay_through_the_block_references(trace, case):
+    cfg = case.config()
     rec = JobRecorder()
     pol = run_session(cfg, trace, recorder=rec)
     assert rec.hcu and rec.wtu
     _replay_hcu(cfg, rec.hcu, rec.hcu_outcomes)
     _replay_wtu(cfg, rec.wtu, rec.wtu_outcomes)
-    if overrides.get("resv.preload") == "fill":
+    if cfg.resv.preload == "fill":
         assert sum(c["full_events"] for c in pol.stats()["clusters"]) > 0        # the full memory was exercised
     # WTU rows of a frame step: query tokens × the GQA group's query heads, token-major
     frame_jobs = [j for j in rec.wtu if ".F" in j.context]
