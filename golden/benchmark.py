@@ -27,7 +27,11 @@ def run_benchmark(config="edge", *, tokens: int = 10000, layers: int = 1, heads:
     from .resv import run_session
     from .traces import TraceOptions, make_trace
 
+    from .threads import torch_threads
+
     cfg = load_config(config)
+    with torch_threads():
+        threads = torch.get_num_threads()
     m = cfg.model
     text = m.question_tokens + m.answer_tokens
     frames = max(1, math.ceil((tokens - text) / m.tokens_per_frame))
@@ -39,7 +43,7 @@ def run_benchmark(config="edge", *, tokens: int = 10000, layers: int = 1, heads:
     work = trace.tokens * len(layer_ids) * len(head_ids)
     out = {"config": cfg.name, "config_hash": cfg.hash(), "tokens": trace.tokens, "frames": frames,
            "layers": len(layer_ids), "kv_heads": len(head_ids), "trace_seconds": round(t_trace, 3),
-           "machine": {"cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+           "machine": {"cpus": os.cpu_count(), "torch_threads": threads,
                        "processor": platform.processor() or platform.machine(), "python": platform.python_version(),
                        "torch": torch.__version__},
            "session": {}}
