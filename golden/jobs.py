@@ -86,3 +86,37 @@ def random_jobs(cfg, n_hcu: int = 8, n_wtu: int = 8, seed: int = 0) -> tuple[lis
             rows.append(tuple(row))
         wtu.append(WTUJob(f"random.{j}", counts, tuple(rows)))
     return hcu, wtu
+
+
+def record_jobs(cfg, trace, *, frames=None, layers=None, heads=None, seed=0,
+                max_jobs=None) -> tuple[list[HCUJob], list[WTUJob]]:
+    """The HCU and WTU jobs a ReSV session hands to the block references, in session order.
+
+    ``trace`` is ``"synthetic"``, ``"video"``, a trace file path, or a :class:`vrex.golden.trace.Trace`.
+    ``frames`` shortens a generated trace, ``layers`` / ``heads`` (KV heads) restrict the contexts, ``seed`` seeds
+    a generated trace, and ``max_jobs`` caps the jobs of each kind (the session stops once both are full).
+
+    HCU jobs carry the preloaded open-cluster codes (oldest first) and the token codes of one frame chunk, in
+    order; WTU jobs carry the candidate clusters' token counts saturated to ``dre.wtu.count_bits`` and the
+    quantised score rows of one GQA group (row order = query token × query head), one job per tile of
+    ``row_capacity`` clusters. Replaying them through :func:`vrex.golden.hcu.hcu_assign` and
+    :func:`vrex.golden.wtu.select_row` reproduces the session's clustering and selection (tested).
+    """
+    from .resv import JobRecorder, run_session
+    from .trace import Trace
+    from .traces import TraceOptions, make_trace
+
+    if cfg.resv.score_transform == "exp":
+        from vrex.errors import UsageError
+
+        raise UsageError("resv.score_transform = exp is golden-only (float); block jobs need shift_min or relu.")
+    layers_req = None if layers is None else sorted(set(layers))
+    if not isinstance(trace, Trace):
+        trace = make_trace(cfg, str(trace), layers=layers_req,
+                           options=TraceOptions(frames=frames, seed=seed))
+    rec = JobRecorder(max_jobs=max_jobs, stop_when_full=max_jobs is not None)
+    run_session(cfg, trace, layers=layers_req, heads=heads, recorder=rec)
+    return rec.hcu, rec.wtu
+
+
+__all__ += ["record_jobs"]

@@ -35,3 +35,21 @@ HAMMING_LANES_CASES = [
     Case("wide-64b-8lanes", "tiny", {"resv.hash_bits": 64, "dre.hcu.lanes": 8, "dre.hcu.bits_per_cycle": 64,
                                      "dre.hcu.code_memory_bytes": 512}),
 ]
+
+# ReSV session variants (tests/test_golden_session.py): the session's recorded HCU/WTU jobs must replay through the
+# block references under each; they are also trace-driven stimulus configs for the HCU and WTU benches
+# (vrex.golden.jobs.record_jobs). "fill-*" cases exercise a full HCU code memory.
+RESV_SESSION_CASES = [
+    Case("session-default", "tiny"),
+    Case("session-fill-spill", "tiny", {"resv.preload": "fill", "dre.hcu.full_policy": "spill",
+                                        "resv.hamming_threshold": 2}),
+    Case("session-fill-join-first-majority", "tiny", {"resv.preload": "fill", "dre.hcu.full_policy": "join_nearest",
+                                                      "resv.hamming_threshold": 2, "resv.assignment": "first",
+                                                      "resv.cluster_code": "majority"}),
+    Case("session-exact-all-relu", "tiny", {"resv.selection": "exact", "resv.retrieval_scope": "all",
+                                            "resv.score_transform": "relu"}),
+    Case("session-topk-layer-global", "tiny", {"dre.wtu.mode": "topk", "resv.cluster_scope": "layer",
+                                               "resv.hyperplane_sharing": "per_layer",
+                                               "resv.gqa_aggregation": "global"}),
+]
+__all__ += ["RESV_SESSION_CASES"]

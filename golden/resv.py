@@ -1,0 +1,303 @@
+"""ReSV as a streaming session: hash, cluster (HCU reference), score, WiCSum-select (WTU reference), fetch.
+
+For every layer and step (docs/golden.md §ReSV session):
+
+1. **Hash** — every key of the layer is hashed once with the context's hyperplanes (:mod:`.hashing`).
+2. **Cluster** — the step's tokens are clustered in order, in HCU jobs of at most ``cfg.hcu_frame_tokens``
+   tokens, by :func:`vrex.golden.hcu.hcu_assign` on the open clusters staged by the table
+   (:class:`.cluster_table.ClusterTable`); the table updates codes, running-mean keys, members and counts.
+   With ``resv.cluster_text_tokens = false`` text tokens become closed singleton clusters without an HCU job.
+3. **Score** — when tokens are offloaded: the WTU row of a query row (query token × query head of the KV head's
+   GQA group, token-major) holds ``q · mean_key / √d`` (float32) for each *candidate* cluster, in ascending
+   cluster id: the clusters with offloaded members, weighted by their offloaded member count
+   (``resv.retrieval_scope = offloaded``), or all clusters with their token count (``all``). Scores are
+   quantised with ``quantize_scores(score_bits, score_frac_bits)`` (round half to even, saturating; the number of
+   saturated scores is reported) and counts saturate at ``2^count_bits - 1``.
+4. **Select** — each row is selected by the WTU rule the config names (``dre.wtu.mode``: ``early_exit`` /
+   ``histogram`` with ``resv.selection`` = ``bucketed`` or ``exact``; ``topk`` for a fixed top-k), rows are
+   OR-aggregated per KV head (``resv.gqa_aggregation = group``) or over the layer (``global``). A row longer than
+   the score memory is split into tiles (``resv.row_overflow``). ``resv.score_transform = exp`` is golden-only:
+   float64 ``exp(s - max)`` with the exact rule, unquantised.
+5. **Fetch** — the offloaded members of the selected clusters. Layers below ``resv.dense_layers`` fetch every
+   offloaded token. With ``resv.predict_from = previous_layer`` the rows use layer ``l - 1``'s queries.
+
+``engine = "tensor"`` selects with the vectorised twins in :mod:`.wtu_tensor` (bit-identical, proven by
+tests); ``engine = "reference"`` calls :func:`vrex.golden.wtu.select_row` row by row. A :class:`JobRecorder`
+receives every HCU and WTU job exactly as handed to the block references, with the session's own outcome.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+
+from vrex.errors import TraceError, VrexError
+
+from .cluster_table import ClusterTable, JobOutcome
+from .hashing import hash_bits, hyperplanes, pack_codes
+from .jobs import HCUJob, WTUJob
+from .policies import RetrievalPolicy, StepContext
+from .threads import torch_threads
+from .trace import FRAME
+from .wtu import mask_to_indices, select_row
+from .wtu_tensor import quantize_tensor, select_rows, select_rows_float_exact
+
+__all__ = ["ReSVPolicy", "JobRecorder", "WTUOutcome", "RecordingDone", "run_session"]
+
+
+class RecordingDone(Exception):
+    """Raised by a recorder with ``stop_when_full`` once it holds ``max_jobs`` of each kind."""
+
+
+@dataclass
+class WTUOutcome:
+    clusters: list[int]           # cluster id of each row position
+    row_masks: list[int]          # the session's selection of each row (bit j = position j)
+    mask: int                     # OR of the rows
+
+
+@dataclass
+class JobRecorder:
+    """Collects block jobs (and the session's outcomes) as the session hands them to the references."""
+
+    max_jobs: int | None = None
+    stop_when_full: bool = False
+    hcu: list[HCUJob] = field(default_factory=list)
+    wtu: list[WTUJob] = field(default_factory=list)
+    hcu_outcomes: list[JobOutcome] = field(default_factory=list)
+    wtu_outcomes: list[WTUOutcome] = field(default_factory=list)
+
+    def wants(self, kind: str) -> bool:
+        return self.max_jobs is None or len(getattr(self, kind)) < self.max_jobs
+
+    def check_full(self) -> None:
+        if self.stop_when_full and not self.wants("hcu") and not self.wants("wtu"):
+            raise RecordingDone()
+
+
+class _WTUStats:
+    def __init__(self):
+        self.rows = self.jobs = self.tiles = 0
+        self.buckets_walked = self.buckets_total = 0
+        self.selected_fraction = 0.0
+        self.aggregated_fraction = 0.0
+        self.clusters = 0
+        self.scores = self.saturated = 0
+
+    def as_dict(self) -> dict:
+        r, j = max(1, self.rows), max(1, self.jobs)
+        return {"rows": self.rows, "jobs": self.jobs, "tiles": self.tiles,
+                "mean_clusters_per_row": self.clusters / j,
+                "mean_buckets_walked": self.buckets_walked / r if self.buckets_total else None,
+                "mean_bucket_fraction": self.buckets_walked / self.buckets_total if self.buckets_total else None,
+                "mean_row_selected_fraction": self.selected_fraction / r,
+                "mean_group_selected_fraction": self.aggregated_fraction / j,
+                "saturated_scores": self.saturated, "scores": self.scores}
+
+
+class ReSVPolicy(RetrievalPolicy):
+    """The ReSV session for one run (state is per layer; layers are processed one after the other)."""
+
+    def __init__(self, cfg, *, name: str = "resv", engine: str = "tensor", recorder: JobRecorder | None = None):
+        if engine not in ("tensor", "reference"):
+            raise ValueError(f"unknown engine {engine!r}")
+        self.cfg, self.name, self.engine, self.recorder = cfg, name, engine, recorder
+        self.cluster_stats: list[dict] = []
+        self.wtu_stats: dict[str, _WTUStats] = {}
+        self.tables: dict = {}
+
+    # ---- per layer ------------------------------------------------------------------------------------------------
+
+    def begin_layer(self, cfg, layer, data, heads, stream):
+        self._close_layer()
+        r = self.cfg.resv
+        self.layer, self.heads, self.data = layer, list(heads), data
+        keys = data.k if r.hashed_key == "post_rope" else data.k_pre
+        if keys is None:
+            raise TraceError("resv.hashed_key = pre_rope needs pre-RoPE keys (kpre.<l>) in the trace.")
+        T, hkv, d = keys.shape
+        self.keys, self.bits, self.codes, self.tables = {}, {}, {}, {}
+        if r.cluster_scope == "kv_head":
+            contexts = [(h, keys[:, h], hyperplanes(self.cfg, layer, h, d)) for h in self.heads]
+        else:
+            contexts = [(None, keys.reshape(T, hkv * d), hyperplanes(self.cfg, layer, -1, hkv * d))]
+        for c, k, planes in contexts:
+            bits = hash_bits(k, planes)
+            self.keys[c], self.bits[c], self.codes[c] = k, bits, pack_codes(bits)
+            self.tables[c] = ClusterTable(self.cfg, T, k.shape[1])
+
+    def _close_layer(self):
+        for c, t in self.tables.items():
+            self.cluster_stats.append({"layer": self.layer, "head": c, **t.stats()})
+        self.tables = {}
+
+    def stats(self) -> dict:
+        self._close_layer()
+        return {"clusters": self.cluster_stats, "wtu": {k: v.as_dict() for k, v in self.wtu_stats.items()},
+                "engine": self.engine}
+
+    # ---- per step -------------------------------------------------------------------------------------------------
+
+    def _context_label(self, c, step) -> str:
+        return f"L{self.layer}.{step.label}" if c is None else f"L{self.layer}.H{c}.{step.label}"
+
+    def _cluster_step(self, ctx: StepContext) -> None:
+        r, step = self.cfg.resv, ctx.step
+        tokens = list(range(step.start, step.end))
+        for c, table in self.tables.items():
+            codes, keys, bits = self.codes[c], self.keys[c], self.bits[c] if table.majority else None
+            pick = (lambda idx: bits[idx]) if bits is not None else (lambda idx: None)
+            if step.kind != FRAME and not r.cluster_text_tokens:
+                table.add_singletons(tokens, codes[step.start:step.end], keys[step.start:step.end],
+                                     pick(slice(step.start, step.end)))
+                continue
+            chunk = self.cfg.hcu_frame_tokens
+            parts = [tokens[i:i + chunk] for i in range(0, len(tokens), chunk)]
+            for i, part in enumerate(parts):
+                sl = slice(part[0], part[-1] + 1)
+                out = table.run_job(ctx.res.window_start, part, codes[sl], keys[sl], pick(sl))
+                rec = self.recorder
+                if rec is not None and rec.wants("hcu"):
+                    label = self._context_label(c, step) + (f".c{i}" if len(parts) > 1 else "")
+                    rec.hcu.append(HCUJob(label, tuple(out.open_codes), tuple(out.token_codes)))
+                    rec.hcu_outcomes.append(out)
+                    rec.check_full()
+
+    def _row_masks(self, scores: torch.Tensor, counts: torch.Tensor, cand: torch.Tensor, label: str,
+                   substage: str) -> torch.Tensor:
+        """Selection (bool ``(rows, N)``) of every row of one KV head's WTU job (tiles included)."""
+        cfg, r, w = self.cfg, self.cfg.resv, self.cfg.dre.wtu
+        st = self.wtu_stats.setdefault(substage, _WTUStats())
+        R, N = scores.shape
+        st.jobs += 1
+        st.clusters += N
+        st.rows += R
+        if r.score_transform == "exp":
+            masks = select_rows_float_exact(scores, counts, r.wicsum_ratio)
+            st.selected_fraction += float((masks.sum(1).double() / max(N, 1)).sum())
+            st.aggregated_fraction += float(masks.any(0).sum()) / max(N, 1)
+            return masks
+        q = quantize_tensor(scores, w.score_bits, w.score_frac_bits)
+        lo, hi = -(1 << (w.score_bits - 1)), (1 << (w.score_bits - 1)) - 1
+        st.scores += q.numel()
+        scaled = (scores.double() * (1 << w.score_frac_bits)).round()
+        st.saturated += int(((scaled > hi) | (scaled < lo)).sum())
+        sat = counts.clamp(max=(1 << w.count_bits) - 1)
+        cap = w.row_capacity
+        if N > cap and r.row_overflow == "error":
+            raise VrexError(f"a WTU row of {label} has {N} clusters but the score memory holds {cap} "
+                            "(dre.wtu.score_memory_bytes); set resv.row_overflow: tile or enlarge the score memory.")
+        masks = torch.zeros(R, N, dtype=torch.bool)
+        tiles = [(i, min(N, i + cap)) for i in range(0, N, cap)] or [(0, 0)]
+        st.tiles += len(tiles)
+        kw = dict(mode=w.mode, ratio_q=cfg.ratio_fixed, ratio_bits=w.ratio_bits, buckets=w.buckets, k=w.topk_k,
+                  transform=r.score_transform, rule=r.selection)
+        for t, (a, b) in enumerate(tiles):
+            qs, cs = q[:, a:b], sat[a:b]
+            if self.engine == "tensor":
+                js = select_rows(qs, cs, **kw)
+                tile_masks = js.masks
+                walked, tops = js.buckets_walked, js.top_bucket
+            else:
+                sels = [select_row(row, cs.tolist(), **kw) for row in qs.tolist()]
+                tile_masks = torch.zeros(R, b - a, dtype=torch.bool)
+                for i, s in enumerate(sels):
+                    tile_masks[i, mask_to_indices(s.mask)] = True
+                walked = torch.tensor([s.buckets_walked for s in sels])
+                tops = torch.tensor([s.top_bucket for s in sels])
+            masks[:, a:b] = tile_masks
+            if w.mode != "topk" and r.selection == "bucketed" and b > a:
+                st.buckets_walked += int(walked.sum())
+                st.buckets_total += int((tops + 1).sum())
+            rec = self.recorder
+            if rec is not None and rec.wants("wtu"):
+                name = label + (f".t{t}" if len(tiles) > 1 else "")
+                rec.wtu.append(WTUJob(name, tuple(cs.tolist()), tuple(tuple(row) for row in qs.tolist())))
+                row_bits = [sum(1 << j for j in torch.nonzero(m).flatten().tolist()) for m in tile_masks]
+                agg = 0
+                for m in row_bits:
+                    agg |= m
+                rec.wtu_outcomes.append(WTUOutcome(cand[a:b].tolist(), row_bits, agg))
+                rec.check_full()
+        if N:
+            st.selected_fraction += float((masks.sum(1).double() / N).sum())
+            st.aggregated_fraction += float(masks.any(0).sum()) / N
+        return masks
+
+    def select(self, ctx: StepContext) -> list[torch.Tensor]:
+        self._cluster_step(ctx)
+        r, res = self.cfg.resv, ctx.res
+        off = ctx.offloaded
+        if not len(off):
+            return [off for _ in self.heads]
+        if self.layer < r.dense_layers:
+            return [off for _ in self.heads]
+        lo, hi = res.offloaded.start, res.offloaded.stop
+        qsrc = ctx.data
+        if r.predict_from == "previous_layer" and self.layer > 0:
+            if ctx.prev is None:
+                raise TraceError(f"resv.predict_from = previous_layer needs layer {self.layer - 1} in the trace.")
+            qsrc = ctx.prev
+        queries = qsrc.q if r.hashed_key == "post_rope" else qsrc.q_pre
+        d = queries.shape[-1]
+        fetched = {}
+        selected_global = None
+        for c, table in self.tables.items():
+            offc = table.offloaded_counts(lo, hi)
+            if r.retrieval_scope == "offloaded":
+                cand = torch.nonzero(offc > 0).flatten()
+                counts = offc[cand]
+            else:
+                cand = torch.arange(table.n)
+                counts = table.counts[: table.n]
+            means = table.means(cand)
+            heads = [c] if c is not None else self.heads
+            per_head = {}
+            for h in heads:
+                rows = ctx.group_queries(h, queries)
+                m_h = means if c is not None else means[:, h * d:(h + 1) * d]
+                scores = rows @ m_h.T / math.sqrt(d)
+                label = f"L{self.layer}.H{h}.{ctx.step.label}"
+                per_head[h] = self._row_masks(scores, counts, cand, label, ctx.step.substage).any(0)
+            if r.gqa_aggregation == "global":
+                selected_global = torch.stack(list(per_head.values())).any(0)
+                per_head = {h: selected_global for h in heads}
+            tc = table.token_cluster[lo:hi]
+            for h, sel in per_head.items():
+                chosen = torch.zeros(table.n, dtype=torch.bool)
+                chosen[cand[sel]] = True
+                fetched[h] = off[chosen[tc]]
+        return [fetched[h] for h in self.heads]
+
+
+def run_session(cfg, trace, *, layers=None, heads=None, engine: str = "tensor",
+                recorder: JobRecorder | None = None, policy: ReSVPolicy | None = None) -> ReSVPolicy:
+    """Run the ReSV session alone (no attention metrics) over ``trace``; returns the policy with its stats.
+
+    A recorder with ``stop_when_full`` ends the run early once it holds ``max_jobs`` jobs of each kind.
+    """
+    from .stream import Stream
+
+    layers = trace.layer_ids if layers is None else list(layers)
+    heads = list(range(trace.kv_heads)) if heads is None else sorted(set(heads))
+    policy = policy or ReSVPolicy(cfg, engine=engine, recorder=recorder)
+    stream = Stream(cfg, trace)
+    seg_ids = trace.segment_ids()
+    try:
+        with torch_threads():
+            _run_layers(cfg, trace, layers, heads, policy, stream, seg_ids)
+    except RecordingDone:
+        pass
+    return policy
+
+
+def _run_layers(cfg, trace, layers, heads, policy, stream, seg_ids):
+    for l in layers:
+        data = trace.layers[l]
+        policy.begin_layer(cfg, l, data, heads, stream)
+        for step in stream.steps:
+            ctx = StepContext(cfg, l, data, trace.layers.get(l - 1), stream, step, stream.residency(step), heads,
+                              seg_ids)
+            policy.select(ctx)

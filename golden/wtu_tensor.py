@@ -1,0 +1,131 @@
+"""Vectorised twins of the WTU reference (golden/wtu.py) for whole WTU jobs: many rows over one cluster set.
+
+The ReSV session calls these for speed; they return, row by row, exactly the fields of
+:class:`vrex.golden.wtu.RowSelection` that :func:`~vrex.golden.wtu.select_row` computes, and exactly the
+integers of :func:`~vrex.golden.wtu.quantize_scores`. tests/test_golden_wtu_tensor.py proves the equality with
+Hypothesis over random formats, row lengths, ties, negative and saturated scores; the session's ``engine =
+"reference"`` calls the reference functions row by row instead, and ``record_jobs`` replays recorded jobs through
+them. Integer arithmetic is int64 throughout: products fit in ``score_bits + count_bits ≤ 48`` bits and row sums
+in 60 bits; the threshold ``(total · ratio_q) >> R`` is split as ``(total >> R)·ratio_q + ((total mod 2^R)·ratio_q
+>> R)``, which is exact and cannot overflow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .wtu import RowSelection
+
+__all__ = ["JobSelection", "quantize_tensor", "select_rows", "select_rows_float_exact"]
+
+
+@dataclass
+class JobSelection:
+    """Per-row results of one WTU job (``R`` rows over ``N`` clusters)."""
+
+    masks: torch.Tensor            # bool (R, N)
+    total: torch.Tensor            # int64 (R,)
+    threshold: torch.Tensor
+    accumulated: torch.Tensor
+    lo: torch.Tensor
+    hi: torch.Tensor
+    shift: torch.Tensor
+    top_bucket: torch.Tensor
+    exit_bucket: torch.Tensor
+    buckets_walked: torch.Tensor
+
+    def row(self, i: int) -> RowSelection:
+        """Row ``i`` as the reference's :class:`RowSelection` (mask bit ``j`` = cluster ``j``)."""
+        mask = sum(1 << j for j in torch.nonzero(self.masks[i]).flatten().tolist())
+        f = [int(getattr(self, n)[i]) for n in ("total", "threshold", "accumulated", "lo", "hi", "shift",
+                                                 "top_bucket", "exit_bucket", "buckets_walked")]
+        return RowSelection(mask, *f)
+
+
+def quantize_tensor(values: torch.Tensor, score_bits: int, frac_bits: int) -> torch.Tensor:
+    """:func:`vrex.golden.wtu.quantize_scores` on a tensor: round half to even, saturate; int64 result."""
+    x = values.to(torch.float64) * float(1 << frac_bits)
+    if torch.isnan(x).any():
+        raise ValueError("NaN score")
+    lo, hi = -(1 << (score_bits - 1)), (1 << (score_bits - 1)) - 1
+    return torch.round(x).clamp(lo, hi).to(torch.int64)
+
+
+def _zeros(r: int) -> torch.Tensor:
+    return torch.zeros(r, dtype=torch.int64)
+
+
+def _threshold(total: torch.Tensor, ratio_q: int, ratio_bits: int) -> torch.Tensor:
+    low = total & ((1 << ratio_bits) - 1)
+    return (total >> ratio_bits) * ratio_q + ((low * ratio_q) >> ratio_bits)
+
+
+def select_rows(scores: torch.Tensor, counts: torch.Tensor, *, mode: str, ratio_q: int, ratio_bits: int,
+                buckets: int, k: int, transform: str = "shift_min", rule: str = "bucketed") -> JobSelection:
+    """:func:`vrex.golden.wtu.select_row` for every row of ``scores`` ``(R, N)`` int64 with ``counts`` ``(N,)``."""
+    scores = scores.to(torch.int64)
+    counts = counts.to(torch.int64)
+    R, N = scores.shape
+    z = _zeros(R)
+    if mode == "topk":
+        masks = torch.zeros(R, N, dtype=torch.bool)
+        if N:
+            order = torch.sort(scores, dim=1, descending=True, stable=True).indices[:, :k]
+            masks.scatter_(1, order, True)
+        return JobSelection(masks, z, z, z, z, z, z, z, z, z)
+    if N == 0:
+        return JobSelection(torch.zeros(R, 0, dtype=torch.bool), z, z, z, z, z, z, z, z, z)
+    if transform == "shift_min":
+        sp = scores - scores.min(1, keepdim=True).values
+    elif transform == "relu":
+        sp = scores.clamp(min=0)
+    else:
+        raise ValueError(f"score transform {transform!r} has no integer form (only shift_min and relu)")
+    prod = sp * counts[None, :]
+    total = prod.sum(1)
+    thr = _threshold(total, ratio_q, ratio_bits)
+    lo, hi = sp.min(1).values, sp.max(1).values
+    if rule == "exact":
+        order = torch.sort(sp, dim=1, descending=True, stable=True).indices
+        cum = torch.cumsum(torch.gather(prod, 1, order), 1)
+        over = cum > thr[:, None]
+        stop = torch.where(over.any(1), over.to(torch.int8).argmax(1), torch.full((R,), N - 1))
+        picked = torch.arange(N)[None, :] <= stop[:, None]
+        masks = torch.zeros(R, N, dtype=torch.bool).scatter_(1, order, picked)
+        acc = torch.gather(cum, 1, stop[:, None])[:, 0]
+        return JobSelection(masks, total, thr, acc, lo, hi, z, z, z, z)
+    span = hi - lo
+    sh = _zeros(R)
+    while True:
+        more = (span >> sh) >= buckets
+        if not more.any():
+            break
+        sh = sh + more.to(torch.int64)
+    top = span >> sh
+    idx = (sp - lo[:, None]) >> sh[:, None]
+    sums = torch.zeros(R, buckets, dtype=torch.int64).scatter_add_(1, idx, prod)
+    suffix = torch.flip(torch.cumsum(torch.flip(sums, [1]), 1), [1])        # Σ of buckets ≥ b
+    b = torch.arange(buckets)[None, :]
+    over = (suffix > thr[:, None]) & (b <= top[:, None])
+    exit_b = torch.where(over.any(1), (over.to(torch.int64) * (b + 1)).max(1).values - 1, _zeros(R))
+    acc = torch.gather(suffix, 1, exit_b[:, None])[:, 0]
+    masks = idx >= exit_b[:, None]
+    return JobSelection(masks, total, thr, acc, lo, hi, sh, top, exit_b, top - exit_b + 1)
+
+
+def select_rows_float_exact(values: torch.Tensor, counts: torch.Tensor, ratio: float) -> torch.Tensor:
+    """Golden-only ``exp`` transform: ``s' = exp(s - max_row)`` in float64, exact sorted WiCSum; bool masks."""
+    R, N = values.shape
+    if N == 0:
+        return torch.zeros(R, 0, dtype=torch.bool)
+    sp = torch.exp(values.to(torch.float64) - values.to(torch.float64).max(1, keepdim=True).values)
+    prod = sp * counts.to(torch.float64)[None, :]
+    thr = ratio * prod.sum(1)
+    order = torch.sort(sp, dim=1, descending=True, stable=True).indices
+    cum = torch.cumsum(torch.gather(prod, 1, order), 1)
+    over = cum > thr[:, None]
+    stop = torch.where(over.any(1), over.to(torch.int8).argmax(1), torch.full((R,), N - 1))
+    picked = torch.arange(N)[None, :] <= stop[:, None]
+    return torch.zeros(R, N, dtype=torch.bool).scatter_(1, order, picked)
