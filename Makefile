@@ -11,7 +11,7 @@ report: env
 	$(VENV)/bin/vrex report
 
 test: env
-	$(VENV)/bin/python -m pytest -n $(PYTEST_WORKERS) -m "not slow"
+	$(VENV)/bin/python -m pytest -n $(PYTEST_WORKERS)
 
 test-long: env
 	$(VENV)/bin/python -m pytest -n $(PYTEST_WORKERS) -m slow

@@ -625,7 +625,8 @@ class Config(_Section):
 
 def _check_perf_capacity(cfg: "Config") -> None:
     """Reject sweeps the systems cannot hold: weights, resident KV and staging in device memory; the whole KV
-    cache in the offload tier; a row of cluster scores in the WTU."""
+    cache in the offload tier. (Score rows longer than the WTU's memory are not rejected: they are tiled,
+    ``resv.row_overflow``, and the performance model's per-row cost is linear in the row length.)"""
     m, p, sysc = cfg.model, cfg.perf, cfg.system
     gb = 1e9
     weights = m.weight_bytes_total
@@ -651,12 +652,6 @@ def _check_perf_capacity(cfg: "Config") -> None:
         _fail("perf.kv_sizes", list(p.kv_sizes),
               f"the KV cache of batch {batch} at {kv} tokens ({total_kv / gb:.1f} GB) does not fit in the offload "
               f"tier (system.storage.capacity_gb = {sysc.storage.capacity_gb} GB); reduce the sizes or the batch.")
-    clusters = math.ceil(kv / p.tokens_per_cluster)
-    if clusters > cfg.dre.wtu.row_capacity:
-        _fail("perf.kv_sizes", list(p.kv_sizes),
-              f"{kv} tokens at perf.tokens_per_cluster = {p.tokens_per_cluster} give {clusters} clusters per row, more "
-              f"than the WTU holds (dre.wtu.row_capacity = {cfg.dre.wtu.row_capacity}); enlarge "
-              "dre.wtu.score_memory_bytes or reduce the sizes.")
 
 
 def _to_plain(obj):
