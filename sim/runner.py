@@ -59,6 +59,10 @@ def build_model(emitted, simulator: str, *, waves: bool = False, extra_args=(), 
     name = f"sim_{simulator}" + ("_waves" if waves else "") + (f"_{tag}" if tag else "")
     build_dir = emitted.directory / name
     args = list(extra_args)
+    if simulator == "icarus":
+        # Yosys's Verilog wakes its `always @*` blocks at time 0 through a variable initialiser; Icarus does that in
+        # Verilog-2005 mode but not under cocotb's -g2012 (comb outputs of an idle FSM would stay X). Later wins.
+        args = ["-g2005"] + args
     sources = [emitted.verilog]
     if simulator == "verilator":
         from cocotb_tools.runner import VerilatorControlFile
