@@ -14,7 +14,7 @@ import statistics
 import sys
 
 from vrex.golden.jobs import WTUJob, random_jobs
-from vrex.golden.wtu import select_bucketed, wtu_row_cycles
+from vrex.golden.wtu import select_bucketed, select_exact, wtu_row_cycles
 
 from .wtu import _row, bench_params, random_wtu_jobs
 
@@ -25,7 +25,7 @@ def row_statistics(cfg, jobs) -> dict:
     """Mean early-exit statistics and cycles per row of ``jobs`` in the config's mode (valid jobs only)."""
     p = bench_params(cfg)
     g = p.geometry
-    walked, spanned, fraction, cycles, passes, words = [], [], [], [], [], []
+    walked, spanned, fraction, exact, cycles, passes, words = [], [], [], [], [], [], []
     for job in jobs:
         for row in job.rows:
             sel = select_bucketed(row, job.counts, ratio_q=p.ratio_q, ratio_bits=g.ratio_bits, buckets=g.buckets,
@@ -34,13 +34,16 @@ def row_statistics(cfg, jobs) -> dict:
             walked.append(sel.buckets_walked)
             spanned.append(sel.top_bucket + 1)
             fraction.append(sel.count() / len(row))
+            exact.append(select_exact(row, job.counts, ratio_q=p.ratio_q, ratio_bits=g.ratio_bits,
+                                      transform=g.transform).count() / len(row))
             cycles.append(rc.cycles)
             passes.append(rc.passes)
             words.append(rc.words)
     mean = statistics.fmean
     return {"rows": len(walked), "mean_clusters": mean(len(r) for j in jobs for r in j.rows),
             "mean_buckets_walked": mean(walked), "mean_buckets_spanned": mean(spanned),
-            "mean_fraction_of_scores_to_threshold": mean(fraction), "mean_passes": mean(passes),
+            "mean_fraction_of_scores_to_threshold": mean(fraction), "mean_fraction_exact_rule": mean(exact),
+            "mean_passes": mean(passes),
             "mean_cycles_per_row": mean(cycles), "mean_cycles_per_word": mean(c / w for c, w in zip(cycles, words))}
 
 
@@ -90,11 +93,12 @@ def main(argv=None) -> int:
     for mode in ("early_exit", "histogram"):
         cfg = base.with_overrides({"dre.wtu.mode": mode})
         print(f"\n{mode} (config hash {cfg.hash()}): workload | rows | mean N | buckets walked / spanned | "
-              "share of clusters selected | passes | cycles/row | cycles/word")
+              "share selected (exact rule) | passes | cycles/row | cycles/word")
         for name, jobs in workloads(cfg).items():
             s = row_statistics(cfg, jobs)
             print(f"| {name} | {s['rows']} | {s['mean_clusters']:.0f} | {s['mean_buckets_walked']:.2f} / "
-                  f"{s['mean_buckets_spanned']:.2f} | {100 * s['mean_fraction_of_scores_to_threshold']:.1f}% | "
+                  f"{s['mean_buckets_spanned']:.2f} | {100 * s['mean_fraction_of_scores_to_threshold']:.1f}% "
+                  f"({100 * s['mean_fraction_exact_rule']:.1f}%) | "
                   f"{s['mean_passes']:.2f} | {s['mean_cycles_per_row']:.0f} | {s['mean_cycles_per_word']:.2f} |")
     topk = base.with_overrides({"dre.wtu.mode": "topk"})
     print(f"\ntopk (config hash {topk.hash()}), uniform random scores, 200 trials: N | k | one pass | "
