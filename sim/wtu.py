@@ -24,7 +24,8 @@ from vrex.hdl.wtu_layouts import (WTUGeometry, wtu_counts_layout, wtu_group_layo
 
 from .bench import StreamBench, leaf_fields, pack, unpack
 
-__all__ = ["WTUBenchParams", "bench_params", "random_wtu_jobs", "corner_jobs", "make_bench", "job_beats",
+__all__ = ["WTUBenchParams", "bench_params", "random_row", "random_wtu_jobs", "corner_jobs", "make_bench",
+           "job_beats",
            "no_stall_cycles", "measured_rows", "measure_cycles"]
 
 
@@ -65,7 +66,8 @@ def bench_params(cfg, *, ratio_q=None, k=None) -> WTUBenchParams:
 ROW_SHAPES = ("peaked", "uniform", "narrow", "equal", "negative", "ties", "extremes")
 
 
-def _row(g: WTUGeometry, n: int, shape: str, rng: random.Random) -> tuple:
+def random_row(g: WTUGeometry, n: int, shape: str, rng: random.Random) -> tuple:
+    """``n`` signed scores of the geometry's format, of one of the ``ROW_SHAPES``."""
     lo, hi = -(1 << (g.score_bits - 1)), (1 << (g.score_bits - 1)) - 1
 
     def clip(x):
@@ -127,7 +129,7 @@ def random_wtu_jobs(cfg, beats: int, seed: int = 0, *, max_rows: int | None = No
                 n = max(1, n // 2)
                 w = -(-n // g.lanes)
         counts = _counts(g, n, rng)
-        rows = tuple(_row(g, n, rng.choice(ROW_SHAPES), rng) for _ in range(r))
+        rows = tuple(random_row(g, n, rng.choice(ROW_SHAPES), rng) for _ in range(r))
         jobs.append(WTUJob(f"random.{len(jobs)}", counts, rows))
         used += (r + 1) * w
     return jobs
@@ -161,7 +163,7 @@ def corner_jobs(cfg) -> dict[str, WTUJob]:
                                (tuple(rng.randint(lo, hi) for _ in range(min(cap, max(1, k)))),)),
         "format_extremes": WTUJob("format_extremes", ((1 << g.count_bits) - 1,) * n,
                                   (tuple(hi if j % 2 else lo for j in range(n)),)),
-        "many_rows": WTUJob("many_rows", ones, tuple(_row(g, n, s, rng) for s in ROW_SHAPES)),
+        "many_rows": WTUJob("many_rows", ones, tuple(random_row(g, n, s, rng) for s in ROW_SHAPES)),
     }
 
 
@@ -309,7 +311,8 @@ def measure_cycles(cfg) -> dict:
     jobs = []
     for n, rows in ((max(1, g.capacity // 4), 2), (g.capacity, 1)):
         counts = tuple(rng.randint(1, min(64, (1 << g.count_bits) - 1)) for _ in range(n))
-        jobs.append(WTUJob(f"measure.{n}", counts, tuple(_row(g, n, "peaked", rng) for _ in range(rows))))
+        rows_ = tuple(random_row(g, n, "peaked", rng) for _ in range(rows))
+        jobs.append(WTUJob(f"measure.{n}", counts, rows_))
     bench = make_bench(cfg, jobs=jobs, p_valid=1.0, p_ready=1.0, name="wtu-measure")
     result = run_amaranth(WTU(g), bench)
     report = result.report(bench)
@@ -320,7 +323,8 @@ def measure_cycles(cfg) -> dict:
     po = PASS_OVERHEAD[g.mode]
     out = {
         "component": "wtu", "mode": g.mode, "lanes": g.lanes, "buckets": g.buckets, "config": cfg.name,
-        "config_hash": cfg.hash(), "simulator": "amaranth.sim", "workload": "peaked rows, N = capacity/4 and capacity",
+        "config_hash": cfg.hash(), "simulator": "amaranth.sim",
+        "workload": "peaked rows: two at N = capacity / 4, one at N = capacity",
         "per_row": {"overhead": ROW_OVERHEAD, "per_unit": 1, "per_pass_overhead": po,
                     "unit": "one word of one pass over the row; a pass reads ceil(N / lanes) words, one per cycle",
                     "formula": "cycles/row = overhead + (2 + P)·per_unit·ceil(N/lanes) + P·per_pass_overhead + walk"},

@@ -16,7 +16,7 @@ import sys
 from vrex.golden.jobs import WTUJob, random_jobs
 from vrex.golden.wtu import select_bucketed, select_exact, wtu_row_cycles
 
-from .wtu import _row, bench_params, random_wtu_jobs
+from .wtu import bench_params, random_row, random_wtu_jobs
 
 __all__ = ["row_statistics", "workloads", "topk_cycle_table", "main"]
 
@@ -57,7 +57,8 @@ def workloads(cfg, seed: int = 0) -> dict:
             continue
         counts = tuple(rng.randint(1, min(64, (1 << g.count_bits) - 1)) for _ in range(n))
 
-        peaked[f"peaked rows, N = {n}"] = [WTUJob("p", counts, tuple(_row(g, n, "peaked", rng) for _ in range(40)))]
+        rows = tuple(random_row(g, n, "peaked", rng) for _ in range(40))
+        peaked[f"peaked rows, N = {n}"] = [WTUJob("p", counts, rows)]
     return {"bench random mix (sim/wtu.py)": random_wtu_jobs(cfg, 20 * g.words, seed),
             "golden.jobs.random_jobs": random_jobs(cfg, n_hcu=0, n_wtu=40, seed=seed)[1], **peaked}
 

@@ -125,7 +125,8 @@ def test_cocotb_edge_modes_long(mode, simulator, work_dir):
 
 
 @pytest.mark.parametrize("overrides", [
-    pytest.param({"dre.wtu.lanes": 8, "dre.wtu.score_memory_bytes": 12, "dre.wtu.buckets": 256}, id="one-word-256-buckets"),
+    pytest.param({"dre.wtu.lanes": 8, "dre.wtu.score_memory_bytes": 12, "dre.wtu.buckets": 256},
+                 id="one-word-256-buckets"),
     pytest.param({"dre.wtu.mode": "topk", "dre.wtu.lanes": 8, "dre.wtu.score_memory_bytes": 12,
                   "dre.wtu.buckets": 256}, id="topk-one-word-256-buckets"),
     pytest.param({"dre.wtu.mode": "histogram", "dre.wtu.score_bits": 4, "dre.wtu.score_frac_bits": 0,
