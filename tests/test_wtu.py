@@ -295,3 +295,74 @@ def random_geometries(count, seed):
 def test_any_valid_geometry(index):
     cfg = random_geometries(8, seed=2024)[index]
     run(cfg, make_bench(cfg, n=80, seed=index, p_valid=0.6, p_ready=0.6))
+
+
+# ---- control inputs are sampled per job ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["early_exit", "topk"])
+def test_control_input_is_sampled_at_each_job_start(mode):
+    """Software changes ratio / k between jobs (and once in the middle of a job, which must not matter)."""
+    import random
+
+    from amaranth.sim import Simulator
+
+    from vrex.hdl.wtu_layouts import wtu_counts_layout, wtu_scores_layout
+    from vrex.sim.bench import pack
+    from vrex.sim.wtu import job_beats
+
+    cfg = TINY.with_overrides({"dre.wtu.mode": mode})
+    g = bench_params(cfg).geometry
+    lc, ls, lr = wtu_counts_layout(g), wtu_scores_layout(g), wtu_row_layout(g)
+    jobs = [j for j in random_wtu_jobs(cfg, 200, seed=12) if len(j.counts) > g.lanes][:3]
+    controls = [0, 1 << g.ratio_bits, cfg.ratio_fixed] if mode != "topk" else [1, 0, 5]
+    expected = []
+    for job, value in zip(jobs, controls):
+        p = bench_params(cfg, **({"k": value} if mode == "topk" else {"ratio_q": value}))
+        sel = gw.wtu_job(job.counts, job.rows, capacity=g.capacity, **p.golden)
+        expected += [r.mask for r in sel.rows]
+    dut = WTU(g)
+    port = dut.k if mode == "topk" else dut.ratio
+    got = []
+
+    async def testbench(ctx):
+        rng = random.Random(1)
+        ctx.set(dut.row.ready, 1)
+        ctx.set(dut.group.ready, 1)
+        for job, value in zip(jobs, controls):
+            counts, scores = job_beats(g, job, rng)
+            ctx.set(port, value)
+            for i, beat in enumerate(counts):
+                ctx.set(dut.counts.payload.as_value(), pack(lc, beat))
+                ctx.set(dut.counts.valid, 1)
+                await ctx.tick().until(dut.counts.ready)
+                if i == 0:
+                    ctx.set(port, controls[-1] ^ 1)      # changed in mid-job: ignored until the next job
+            ctx.set(dut.counts.valid, 0)
+            for beat in scores:
+                ctx.set(dut.scores.payload.as_value(), pack(ls, beat))
+                ctx.set(dut.scores.valid, 1)
+                await ctx.tick().until(dut.scores.ready)
+            ctx.set(dut.scores.valid, 0)
+        for _ in range(4000):
+            if len(got) == len(expected):
+                break
+            await ctx.tick()
+
+    async def monitor(ctx):
+        mask, lanes_seen = 0, 0
+        async for _, _, row_valid, payload in ctx.tick().sample(dut.row.valid, dut.row.payload.as_value()):
+            if row_valid:
+                beat = unpack(lr, payload)
+                mask |= beat["mask"] << lanes_seen
+                lanes_seen += g.lanes
+                if beat["last"]:
+                    got.append(mask)
+                    mask, lanes_seen = 0, 0
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(testbench)
+    sim.add_testbench(monitor, background=True)
+    sim.run()
+    assert got == expected and len(set(expected)) > 1
