@@ -3,7 +3,8 @@
 import dataclasses
 
 import pytest
-from amaranth.hdl import Fragment
+from amaranth.hdl import Fragment, Module, Mux
+from amaranth.lib import wiring
 
 from conftest import params
 from vrex.errors import ConfigError
@@ -366,3 +367,36 @@ def test_control_input_is_sampled_at_each_job_start(mode):
     sim.add_testbench(monitor, background=True)
     sim.run()
     assert got == expected and len(set(expected)) > 1
+
+
+# ---- stream protocol: payload stable while stalled --------------------------------------------------------------
+
+
+class UnstableWhileStalled(wiring.Component):
+    """The WTU with its row payload inverted whenever the consumer stalls (correct at every handshake)."""
+
+    def __init__(self, cfg):
+        self._inner = WTU.from_config(cfg)
+        super().__init__(self._inner.signature)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.inner = inner = self._inner
+        for name in ("counts", "scores"):
+            outer, inside = getattr(self, name), getattr(inner, name)
+            m.d.comb += [inside.payload.eq(outer.payload), inside.valid.eq(outer.valid), outer.ready.eq(inside.ready)]
+        for name in ("row", "group"):
+            outer, inside = getattr(self, name), getattr(inner, name)
+            m.d.comb += [outer.payload.eq(inside.payload), outer.valid.eq(inside.valid), inside.ready.eq(outer.ready)]
+        m.d.comb += [inner.ratio.eq(self.ratio),
+                     self.row.payload.as_value().eq(Mux(self.row.ready, inner.row.payload.as_value(),
+                                                        ~inner.row.payload.as_value()))]
+        return m
+
+
+def test_unstable_payload_under_back_pressure_is_caught():
+    bench = make_bench(TINY, n=100, seed=6, p_valid=0.8, p_ready=0.4)
+    result = run_amaranth(UnstableWhileStalled(TINY), bench)
+    assert not result.mismatches(bench)                  # the handshakes alone look right ...
+    assert result.protocol_errors and "payload changed while stalled" in result.report(bench)   # ... but not this
+    assert not run_amaranth(WTU.from_config(TINY), bench).protocol_errors
