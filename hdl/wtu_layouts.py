@@ -1,0 +1,171 @@
+"""Geometry and stream payload layouts of the WTU (WiCSum threshold unit).
+
+The layouts are the contract between the WTU, its producers (the LXE's score stream, the HC-table count
+stream), its consumers (the KVMU's selection input) and the testbenches (which pack stimulus with them).
+docs/formats.md §WTU describes every field; hdl/wtu.py describes the protocol.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from amaranth.hdl import signed, unsigned
+from amaranth.lib import data
+
+from vrex.errors import ConfigError
+
+__all__ = ["WTUGeometry", "wtu_counts_layout", "wtu_scores_layout", "wtu_row_layout", "wtu_group_layout",
+           "TRANSFORMS", "MODES"]
+
+TRANSFORMS = ("shift_min", "relu")
+MODES = ("early_exit", "histogram", "topk")
+
+
+@dataclass(frozen=True)
+class WTUGeometry:
+    """Every width and size of a WTU instance, derived from the config (or given directly in tests).
+
+    Parameters
+    ----------
+    lanes : int
+        Scores (and counts) per beat and per cycle (``dre.wtu.lanes``).
+    mode : str
+        ``early_exit``, ``histogram`` or ``topk`` (``dre.wtu.mode``; a generate-time choice).
+    buckets : int
+        WiCSum buckets; in ``topk`` mode ``2**floor(log2(buckets))`` bins per refinement pass.
+    score_bits, count_bits, ratio_bits : int
+        Signed score width B, unsigned count width C, ratio fraction bits R.
+    capacity : int
+        Clusters per row (score memory words x lanes); a multiple of ``lanes``.
+    transform : str
+        ``shift_min`` or ``relu`` (``resv.score_transform``; unused in ``topk`` mode).
+    """
+
+    lanes: int
+    mode: str
+    buckets: int
+    score_bits: int
+    count_bits: int
+    ratio_bits: int
+    capacity: int
+    transform: str = "shift_min"
+
+    def __post_init__(self):
+        if self.mode not in MODES:
+            raise ValueError(f"mode {self.mode!r} is not one of {', '.join(MODES)}")
+        if self.transform not in TRANSFORMS:
+            raise ValueError(f"score transform {self.transform!r} has no integer form in the WTU "
+                             f"(supported: {', '.join(TRANSFORMS)})")
+        if self.lanes < 1 or self.capacity < self.lanes or self.capacity % self.lanes:
+            raise ValueError(f"capacity ({self.capacity}) must be a positive multiple of lanes ({self.lanes})")
+        if self.buckets < 2 or self.score_bits < 2 or self.count_bits < 1 or self.ratio_bits < 1:
+            raise ValueError("buckets ≥ 2, score_bits ≥ 2, count_bits ≥ 1 and ratio_bits ≥ 1 are required")
+
+    @classmethod
+    def from_config(cls, cfg) -> "WTUGeometry":
+        """Geometry of ``cfg.dre.wtu``; a transform the RTL cannot implement is a ConfigError."""
+        w = cfg.dre.wtu
+        transform = cfg.resv.score_transform
+        if transform not in TRANSFORMS and w.mode != "topk":
+            raise ConfigError("resv.score_transform", transform,
+                              "has no integer form, so the WTU cannot implement it; use shift_min or relu "
+                              "(exp is for the float golden model only).")
+        return cls(lanes=w.lanes, mode=w.mode, buckets=w.buckets, score_bits=w.score_bits, count_bits=w.count_bits,
+                   ratio_bits=w.ratio_bits, capacity=w.row_capacity,
+                   transform=transform if transform in TRANSFORMS else "shift_min")
+
+    # ---- derived sizes ---------------------------------------------------------------------------------------
+
+    @property
+    def words(self) -> int:
+        """Memory words (beats) of a full row: capacity / lanes."""
+        return self.capacity // self.lanes
+
+    @property
+    def clusters_bits(self) -> int:
+        """Width of a cluster count 0 .. capacity (and of the ``clusters`` and ``k`` fields)."""
+        return self.capacity.bit_length()
+
+    @property
+    def bucket_bits(self) -> int:
+        """Width of a bucket index 0 .. buckets-1."""
+        return (self.buckets - 1).bit_length()
+
+    @property
+    def walked_bits(self) -> int:
+        """Width of a walked-bucket count 0 .. buckets."""
+        return self.buckets.bit_length()
+
+    @property
+    def digit_bits(self) -> int:
+        """Bits resolved per top-k refinement pass: floor(log2(buckets))."""
+        return self.buckets.bit_length() - 1
+
+    @property
+    def topk_bins(self) -> int:
+        return 1 << self.digit_bits
+
+    @property
+    def product_bits(self) -> int:
+        """Unsigned transformed score x count."""
+        return self.score_bits + self.count_bits
+
+    @property
+    def acc_bits(self) -> int:
+        """Unsigned width of a row's Σ s'·c (as ``WTUConfig.acc_bits``)."""
+        return self.product_bits + max(1, (self.capacity - 1).bit_length())
+
+    @property
+    def count_sum_bits(self) -> int:
+        """Unsigned width of Σ c over a row."""
+        return self.count_bits + self.clusters_bits
+
+    @property
+    def uses_counts(self) -> bool:
+        """Only the WiCSum modes store counts; top-k ranks raw scores."""
+        return self.mode != "topk"
+
+    def memory_bits(self) -> dict:
+        """Bits of each on-chip memory (score, count, aggregated mask)."""
+        out = {"score": self.capacity * self.score_bits, "aggregate": self.capacity}
+        if self.uses_counts:
+            out["count"] = self.capacity * self.count_bits
+        return out
+
+
+def wtu_counts_layout(g: WTUGeometry) -> data.StructLayout:
+    """One beat of a job's token counts: ``lanes`` unsigned counts and the job's cluster count N."""
+    return data.StructLayout({
+        "counts": data.ArrayLayout(unsigned(g.count_bits), g.lanes),
+        "clusters": unsigned(g.clusters_bits),
+    })
+
+
+def wtu_scores_layout(g: WTUGeometry) -> data.StructLayout:
+    """One beat of a score row: ``lanes`` signed fixed-point scores; ``last`` marks the job's last row."""
+    return data.StructLayout({
+        "scores": data.ArrayLayout(signed(g.score_bits), g.lanes),
+        "last": 1,
+    })
+
+
+def wtu_row_layout(g: WTUGeometry) -> data.StructLayout:
+    """One beat of a row's cluster mask, with the row's status."""
+    return data.StructLayout({
+        "mask": g.lanes,
+        "last": 1,
+        "job_last": 1,
+        "error": 1,
+        "selected": unsigned(g.clusters_bits),
+        "exit_bucket": unsigned(g.bucket_bits),
+        "buckets_walked": unsigned(g.walked_bits),
+    })
+
+
+def wtu_group_layout(g: WTUGeometry) -> data.StructLayout:
+    """One beat of the OR-aggregated mask of a job's rows (a GQA group)."""
+    return data.StructLayout({
+        "mask": g.lanes,
+        "last": 1,
+        "error": 1,
+    })
