@@ -64,6 +64,9 @@ def build_model(emitted, simulator: str, *, waves: bool = False, extra_args=(), 
         from cocotb_tools.runner import VerilatorControlFile
 
         sources = [VerilatorControlFile(WAIVER_FILE)] + sources
+        # One C++ file per model: the PyPI wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, so the
+        # precompiled-header rules of a split (parallel) build fail on designs large enough to be split.
+        args = ["--output-split", "0"] + args
     with _locked(emitted.directory / f".{name}.lock"):
         log = build_dir / "build.log"
         build_dir.mkdir(parents=True, exist_ok=True)
