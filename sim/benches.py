@@ -14,6 +14,7 @@ __all__ = ["BENCH_MODULES", "bench_for", "cycles_for"]
 
 BENCH_MODULES = {
     "hamming_lanes": "vrex.sim.hamming_lanes",
+    "hcu": "vrex.sim.hcu",
 }
 
 
