@@ -80,7 +80,8 @@ class HCU(wiring.Component):
         One assignment per token, in order: ``{token, cluster, distance, new, full, first, last}``.
     threshold : In(bit_length(code_bits) + 1)
         Th_hd; a token joins only at a distance strictly below it (0: nothing joins; ≥ B + 1: everything
-        joins). Quasi-static: sampled with the first item of each job and held for the job.
+        joins). Quasi-static: latched when a job's first item enters the engine (at the latest when the job's
+        first assignment appears) and held for the job; change it while ``busy`` is 0 to switch between jobs.
     busy : Out(1)
         Items are buffered, being processed, or an assignment waits at ``o``.
     open_slots : Out(range(capacity + 1))

@@ -260,6 +260,56 @@ def test_status_outputs_overflow_and_event_strobes():
     assert seen["scan_stop"] == sum(t.scan_stop for t in timing.tokens) > 0
 
 
+def test_output_held_under_back_pressure_and_threshold_latched_per_job():
+    """o.payload stays stable while valid and not ready; a threshold change during a job applies to the next job
+    (here: changed when job 0's first assignment appears, before job 1 reaches the engine)."""
+    cfg = BY_ID["slice4-early-exit-p2"].config()
+    dut = HCU.from_config(cfg)
+    from vrex.hdl.hcu import hcu_input_layout, hcu_output_layout, hcu_token_bits
+
+    lin = hcu_input_layout(16)
+    lout = hcu_output_layout(16, cfg.hcu_capacity, hcu_token_bits(cfg.resv.recent_window_tokens))
+    jobs = random_hcu_jobs(cfg, 24, random.Random(6), scenarios=("clustered", "copies"), max_tokens=12)[:1]
+    jobs.append(HCUJob("distance-3", (0x0000,), (0x0007, 0x0070)))      # joins at threshold 6, not at 2
+    thresholds = (6, 2)
+    items = [it for job in jobs for it in job_items(job)]
+    rng = random.Random(1)
+    got = []
+
+    async def drive(ctx):
+        ctx.set(dut.threshold, thresholds[0])
+        for k, it in enumerate(items):
+            ctx.set(dut.i.payload.as_value(), lin.const(it).as_value().value)
+            ctx.set(dut.i.valid, 1)
+            await ctx.tick().until(dut.i.ready)
+        ctx.set(dut.i.valid, 0)
+
+    async def sink(ctx):
+        held = None
+        for _ in range(3000):
+            ready = int(rng.random() < 0.3)
+            ctx.set(dut.o.ready, ready)
+            _, _, valid, payload = await ctx.tick().sample(dut.o.valid, dut.o.payload.as_value())
+            if held is not None:
+                assert valid and payload == held, "o changed while valid and not ready"
+            held = payload if valid and not ready else None
+            if valid and ready:
+                got.append(payload)
+                if len(got) == 1:
+                    ctx.set(dut.threshold, thresholds[1])   # job 0 keeps 6 (latched), job 1 samples 2
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(drive)
+    sim.add_testbench(sink)
+    sim.run()
+    expected = []
+    for job, thr in zip(jobs, thresholds):
+        expected += make_bench(cfg, jobs=[job], threshold=thr).expected["o"]
+    assert [unpack(lout, v) for v in got] == [unpack(lout, v) for v in expected]
+    assert expected != make_bench(cfg, jobs=jobs, threshold=thresholds[0]).expected["o"]   # the latch matters
+
+
 def test_single_row_code_table():
     """capacity == lanes: the code table is one register row instead of a memory."""
     cfg = Case("single-row", "tiny", {"dre.hcu.code_memory_bytes": 8, "dre.hcu.bits_per_cycle": 2}).config()
