@@ -268,10 +268,12 @@ class HCU(wiring.Component):
             with m.If(group_end & hit_now & ~hit.found):
                 hit.take(m, base + hit_lane, hit_lane_d)
         if TRACK_NEAREST:
-            join_any = Signal()                   # full table with join_nearest: the threshold does not bound
+            # `first` tracks the nearest slot only for a full table with join_nearest (then the threshold does
+            # not bound); `nearest` always does.
+            join_any = Signal() if FIRST else Const(1)
             best_valid, best_d, best_lane = _argmin_lowest(m, cands, p_new)
             near = _Choice(m, "near", C, DB)
-            with m.If(group_end & best_valid & (join_any if FIRST else 1)):
+            with m.If(group_end & best_valid & join_any):
                 near.take(m, base + best_lane, best_d)
                 m.d.comb += bound_n.eq(best_d)
         stop_early = (_is_zero(bound_n) | hit_now) if EE else 0
@@ -296,6 +298,7 @@ class HCU(wiring.Component):
                 m.d.comb += hit.found_n.eq(0)
             if TRACK_NEAREST:
                 m.d.comb += near.found_n.eq(0)
+            if FIRST and JOIN_NEAREST:
                 m.d.sync += join_any.eq(join_any0)
 
         # ---- decision: join, open a cluster, or the full policy ------------------------------------------------

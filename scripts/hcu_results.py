@@ -43,8 +43,8 @@ def edge_per_token(case):
     result = run_amaranth(HCU.from_config(cfg), bench)
     assert not result.report(bench), result.report(bench)
     measured = iter(token_cycles_from_result(jobs, result))
-    lines = [f"| open clusters n | formula 1 + ⌈n/{h.lanes}⌉ × {bits // h.bits_per_cycle} | measured: token that joins "
-             "nothing | measured: copy of slot 0 (early exit) | model |", "|---:|---:|---:|---:|---:|"]
+    lines = [f"| open clusters n | formula 1 + ⌈n/{h.lanes}⌉ × {bits // h.bits_per_cycle} | measured: token that "
+             "joins nothing | measured: copy of slot 0 (early exit) | model |", "|---:|---:|---:|---:|---:|"]
     for n, job in zip(sizes, jobs):
         copy = next(measured) if n else None
         far = next(measured)

@@ -17,9 +17,8 @@ from vrex.hdl.hcu import hcu_input_layout, hcu_output_layout, hcu_token_bits
 
 from .bench import StreamBench, leaf_fields, pack
 
-__all__ = ["random_hcu_jobs", "corner_jobs", "CORNERS", "check_jobs", "job_items", "expected_outputs", "make_bench", "measure_cycles",
-           "token_cycles_from_result", "measurement_jobs", "INPUT_LATENCY",
-           "SCENARIOS"]
+__all__ = ["random_hcu_jobs", "corner_jobs", "check_jobs", "job_items", "expected_outputs", "make_bench",
+           "token_cycles_from_result", "measurement_jobs", "measure_cycles", "CORNERS", "SCENARIOS", "INPUT_LATENCY"]
 
 INPUT_LATENCY = 2     # cycles from an item's input handshake to the engine (current-frame buffer)
 
@@ -256,8 +255,9 @@ def measurement_jobs(cfg, *, n: int = 40, seed: int = 11) -> list[HCUJob]:
 def measure_cycles(cfg, *, jobs=None, seed: int = 11, n: int = 40) -> dict:
     """Cycle figures of the HCU for ``cfg``, measured in amaranth.sim with no back-pressure.
 
-    The workload is ``jobs``, or :func:`measurement_jobs` (frames of ``model.tokens_per_frame`` tokens, about ``n``
-    tokens, up to ``8 * lanes`` open clusters, so the edge config simulates in a few seconds). Returns the formula's constants, the measured and modelled cycles, and ``early_exit_saving`` =
+    The workload is ``jobs``, or :func:`measurement_jobs` (frames of ``model.tokens_per_frame`` tokens, about
+    ``n`` tokens, up to ``8 * lanes`` open clusters, so the edge config simulates in a few seconds). Returns the
+    formula's constants, the measured and modelled cycles, and ``early_exit_saving`` =
     comparison cycles early exit saved / comparison cycles of the worst case (0 when early exit is disabled).
     """
     from vrex.hdl.hcu import HCU
