@@ -155,6 +155,12 @@ def hcu_cycles(open_codes: list[int], token_codes: list[int], *, code_bits: int,
         raise ValueError(f"{len(open_codes)} preloaded codes exceed the capacity of {capacity} slots")
     if code_bits % bits_per_cycle:
         raise ValueError(f"bits_per_cycle {bits_per_cycle} must divide code_bits {code_bits}")
+    if not 0 <= threshold <= code_bits + 1:
+        raise ValueError(f"threshold {threshold} is outside 0..{code_bits + 1}")
+    if assignment not in ("nearest", "first") or full_policy not in ("spill", "join_nearest"):
+        raise ValueError(f"unknown assignment {assignment!r} or full policy {full_policy!r}")
+    if lanes < 1 or pipeline_stages < 1:
+        raise ValueError(f"lanes ({lanes}) and pipeline_stages ({pipeline_stages}) must be ≥ 1")
     mask = (1 << code_bits) - 1
     n_slices, slice_mask, extra = code_bits // bits_per_cycle, (1 << bits_per_cycle) - 1, pipeline_stages - 1
     unbounded = code_bits + 1

@@ -492,6 +492,6 @@ def _slice(m, value, index, width, name):
     out = Signal(width, name=name)
     with m.Switch(index):
         for s in range(count):
-            with m.Case(s):
+            with (m.Case(s) if s < count - 1 else m.Default()):     # every index pattern covered
                 m.d.comb += out.eq(value[s * width:(s + 1) * width])
     return out

@@ -466,3 +466,33 @@ def test_generic_figures_of_the_table(case):
     cfg = case.config()
     g = generic_figures(emit("hcu", cfg))
     assert g["flops"] >= cfg.hcu_capacity * cfg.resv.hash_bits and g["transistors"] > 0
+
+
+def _random_configuration(k):
+    rng = random.Random(100 + k)
+    bits = rng.choice([4, 6, 8, 12, 16, 24])
+    lanes = rng.randint(1, 5)
+    codes = lanes * rng.randint(1, 6)
+    frame = max(3, rng.randint(3, 10))
+    return Case(f"random-{k}", "tiny", {
+        "resv.hash_bits": bits, "resv.hamming_threshold": rng.randint(0, bits + 1),
+        "resv.assignment": rng.choice(["nearest", "first"]),
+        "dre.hcu.lanes": lanes, "dre.hcu.bits_per_cycle": rng.choice([d for d in range(1, bits + 1) if bits % d == 0]),
+        "dre.hcu.code_memory_bytes": codes * bits // 8 if codes * bits % 8 == 0 else codes * bits,
+        "dre.hcu.current_memory_bytes": -(-frame * bits // 8), "dre.hcu.early_exit": rng.random() < 0.7,
+        "dre.hcu.pipeline_stages": rng.randint(1, 4), "dre.hcu.full_policy": rng.choice(["spill", "join_nearest"])})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("k", range(16))
+def test_random_configurations(k):
+    """Random small configurations: results under back-pressure, exact cycles without, lint clean."""
+    cfg = _random_configuration(k).config()
+    for p_valid, p_ready in [(0.6, 0.5), (1.0, 1.0)]:
+        jobs = random_hcu_jobs(cfg, 80, random.Random(k))
+        bench = make_bench(cfg, jobs=jobs, seed=k, p_valid=p_valid, p_ready=p_ready)
+        result = run_amaranth(HCU.from_config(cfg), bench)
+        assert not result.report(bench), result.report(bench)
+    model = [t.cycles for j in jobs for t in hcu_cycles_for(cfg, j.open_codes, j.token_codes).tokens]
+    assert token_cycles_from_result(jobs, result) == model
+    assert verilator_lint(emit("hcu", cfg)).clean

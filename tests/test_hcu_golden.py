@@ -158,3 +158,7 @@ def test_cycle_model_rejects_bad_jobs():
         hcu_cycles([0] * 5, [0], code_bits=4, threshold=1, capacity=4, lanes=1, bits_per_cycle=1)
     with pytest.raises(ValueError, match="must divide"):
         hcu_cycles([], [0], code_bits=4, threshold=1, capacity=4, lanes=1, bits_per_cycle=3)
+    with pytest.raises(ValueError, match="unknown assignment 'closest'"):
+        hcu_cycles([], [0], code_bits=4, threshold=1, capacity=4, lanes=1, bits_per_cycle=1, assignment="closest")
+    with pytest.raises(ValueError, match=r"threshold 6 is outside 0..5"):
+        hcu_cycles([], [0], code_bits=4, threshold=6, capacity=4, lanes=1, bits_per_cycle=1)
