@@ -18,8 +18,10 @@ from vrex.hdl.hcu import hcu_input_layout, hcu_output_layout, hcu_token_bits
 from .bench import StreamBench, leaf_fields, pack
 
 __all__ = ["random_hcu_jobs", "corner_jobs", "check_jobs", "job_items", "expected_outputs", "make_bench",
-           "token_cycles_from_result", "measurement_jobs", "measure_cycles", "CORNERS", "SCENARIOS", "INPUT_LATENCY"]
+           "token_cycles_from_result", "measurement_jobs", "measure_cycles", "CORNERS", "SCENARIOS", "INPUT_LATENCY",
+           "JOB_KIND"]
 
+JOB_KIND = "hcu"      # make_bench(jobs=...) replays recorded HCU jobs (vrex sim --trace)
 INPUT_LATENCY = 2     # cycles from an item's input handshake to the engine (current-frame buffer)
 
 SCENARIOS = ("clustered", "copies", "identical", "tie", "fill", "random")
