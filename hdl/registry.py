@@ -40,6 +40,11 @@ def _load_all():
     register(ComponentSpec("hamming_lanes", "vrex_hamming_lanes",
                            "HCU lane array: lanes x (XOR + popcount + compare with threshold)",
                            HammingLanes.from_config))
+    from .hcu import HCU
+
+    register(ComponentSpec("hcu", "vrex_hcu",
+                           "Hash-bit cluster unit: nearest open cluster by Hamming distance, lanes x bit slices, "
+                           "early exit, code memory and current-frame buffer", HCU.from_config))
 
     from .wtu import WTU
 

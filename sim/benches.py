@@ -16,6 +16,7 @@ __all__ = ["BENCH_MODULES", "bench_for", "cycles_for", "job_kind", "trace_jobs"]
 BENCH_MODULES = {
     "hamming_lanes": "vrex.sim.hamming_lanes",
     "wtu": "vrex.sim.wtu",
+    "hcu": "vrex.sim.hcu",
 }
 
 

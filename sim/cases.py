@@ -11,7 +11,7 @@ from functools import cached_property
 
 from vrex.config import Config, load_config
 
-__all__ = ["Case", "HAMMING_LANES_CASES", "WTU_CASES"]
+__all__ = ["Case", "HAMMING_LANES_CASES", "HCU_CASES", "WTU_CASES"]
 
 
 @dataclass(frozen=True)
@@ -71,4 +71,18 @@ WTU_CASES = [
                                          "dre.wtu.ratio_bits": 6, "dre.wtu.score_memory_bytes": 30,
                                          "dre.wtu.count_memory_bytes": 15}),
     Case("wtu-buckets2", "tiny", {"dre.wtu.buckets": 2, "dre.wtu.lanes": 2, "dre.wtu.score_memory_bytes": 60}),
+
+# HCU: parallel edge, bit-serial, 4-bit slices with and without early exit (and a 2-stage pipeline), `first` with
+# `join_nearest`, one lane with a table that fills often, and odd sizes (3 lanes, 12-bit codes, 3-stage pipeline).
+HCU_CASES = [
+    Case("edge-parallel-16x32", "edge"),
+    Case("bitserial-1b", "tiny", {"dre.hcu.bits_per_cycle": 1}),
+    Case("slice4-early-exit-p2", "tiny", {"dre.hcu.bits_per_cycle": 4, "dre.hcu.pipeline_stages": 2}),
+    Case("slice4-no-early-exit", "tiny", {"dre.hcu.bits_per_cycle": 4, "dre.hcu.early_exit": False}),
+    Case("first-join-nearest-s8", "tiny", {"resv.assignment": "first", "dre.hcu.full_policy": "join_nearest",
+                                           "dre.hcu.bits_per_cycle": 8, "dre.hcu.code_memory_bytes": 24}),
+    Case("lanes1-cap8-join-nearest", "tiny", {"dre.hcu.lanes": 1, "dre.hcu.code_memory_bytes": 16,
+                                              "dre.hcu.bits_per_cycle": 2, "dre.hcu.full_policy": "join_nearest"}),
+    Case("lanes3-12b-cap6-p3", "tiny", {"resv.hash_bits": 12, "dre.hcu.lanes": 3, "dre.hcu.code_memory_bytes": 9,
+                                        "dre.hcu.bits_per_cycle": 3, "dre.hcu.pipeline_stages": 3}),
 ]
