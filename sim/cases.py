@@ -71,6 +71,7 @@ WTU_CASES = [
                                          "dre.wtu.ratio_bits": 6, "dre.wtu.score_memory_bytes": 30,
                                          "dre.wtu.count_memory_bytes": 15}),
     Case("wtu-buckets2", "tiny", {"dre.wtu.buckets": 2, "dre.wtu.lanes": 2, "dre.wtu.score_memory_bytes": 60}),
+]
 
 # HCU: parallel edge, bit-serial, 4-bit slices with and without early exit (and a 2-stage pipeline), `first` with
 # `join_nearest`, one lane with a table that fills often, and odd sizes (3 lanes, 12-bit codes, 3-stage pipeline).

@@ -28,6 +28,8 @@ __all__ = ["WTUBenchParams", "bench_params", "random_row", "random_wtu_jobs", "c
            "job_beats",
            "no_stall_cycles", "measured_rows", "measure_cycles"]
 
+JOB_KIND = "wtu"      # make_bench(jobs=...) replays recorded WTU jobs (vrex sim --trace, power stimulus)
+
 
 @dataclass(frozen=True)
 class WTUBenchParams:

@@ -2,9 +2,9 @@
 
 The stimulus is the component's own bench (``vrex.sim.benches.bench_for``), so the run is also a check: every
 output transaction is compared with the golden model, and a mismatch stops the figures (a wrong design has no
-meaningful power). Trace-driven stimulus comes from ``vrex.golden.jobs.record_jobs(cfg, kind)`` (recorded block
-jobs of a synthetic or video session) when that function exists and the bench takes jobs; otherwise the
-bench's random stimulus is used. The record says which stimulus was used and why.
+meaningful power). Trace-driven stimulus is the block jobs a ReSV session on the synthetic or video trace hands
+to the block (``vrex.golden.jobs.record_jobs`` on three layers), when the bench replays jobs (``JOB_KIND``);
+otherwise the bench's random stimulus is used. The record says which stimulus was used and why.
 
 A stimulus longer than ``technology.activity_max_cycles`` is cut there, which bounds the run time of blocks whose
 transactions take many cycles.
@@ -27,18 +27,41 @@ class StimulusRun:
         self.saif, self.stimulus, self.cycles, self.transactions = saif, stimulus, cycles, transactions
 
 
-def _jobs(cfg, kind: str):
-    """Recorded jobs for ``kind`` or ``(None, reason)``."""
+# The recorded session for power stimulus: three layers (first, middle, last), enough frames to fill the resident
+# window and then 8 more (retrieval, hence WTU work, starts only once tokens are offloaded), at most this many jobs
+# of each kind. Recordings are cached per config hash and trace under build/figures/jobs/.
+ACTIVITY_MAX_JOBS = 48
+
+
+def _jobs(cfg, component: str, kind: str):
+    """Recorded jobs for ``component`` from a ``kind`` session, or ``(None, reason)``."""
+    import math
+
+    from vrex.golden.jobs import load_jobs, save_jobs
+    from vrex.paths import build_dir
+    from vrex.sim.benches import job_kind
+
     if kind == "random":
         return None, "technology.activity_stimulus is random"
-    try:
-        from vrex.golden.jobs import record_jobs
-    except ImportError:
-        return None, "vrex.golden.jobs.record_jobs is not available in this version"
-    try:
-        return record_jobs(cfg, kind), ""
-    except Exception as e:   # a trace that cannot be recorded here (e.g. no video decoder): fall back, say why
-        return None, f"record_jobs(cfg, {kind!r}) failed: {type(e).__name__}: {e}"
+    if job_kind(component) is None:
+        return None, f"the {component} bench takes random stimulus only (no recorded block jobs)"
+    cache = build_dir("figures", "jobs") / f"{cfg.hash()}-{kind}.json"
+    if cache.is_file():
+        hcu, wtu, _ = load_jobs(cache)
+    else:
+        layers = sorted({0, cfg.model.layers // 2, cfg.model.layers - 1})
+        frames = math.ceil(cfg.resv.recent_window_tokens / cfg.model.tokens_per_frame) + 8
+        try:
+            from vrex.golden.jobs import record_jobs
+
+            hcu, wtu = record_jobs(cfg, kind, layers=layers, frames=frames, seed=0, max_jobs=ACTIVITY_MAX_JOBS)
+        except Exception as e:   # a trace that cannot be recorded here (e.g. no video decoder): fall back, say why
+            return None, f"recording a {kind} session failed: {type(e).__name__}: {e}"
+        save_jobs(cache, hcu, wtu, {"trace": kind, "layers": layers, "frames": frames, "config": cfg.hash()})
+    jobs = {"hcu": hcu, "wtu": wtu, "both": (hcu, wtu)}[job_kind(component)]
+    if not (hcu if job_kind(component) == "hcu" else wtu):
+        return None, f"the {kind} session produced no {job_kind(component).upper()} jobs"
+    return jobs, ""
 
 
 def record_activity(component: str, cfg, emitted, work: Path, *, transactions: int, seed: int = 1,
@@ -54,7 +77,7 @@ def record_activity(component: str, cfg, emitted, work: Path, *, transactions: i
 
     make = bench_for(component)
     kind = stimulus or cfg.technology.activity_stimulus
-    jobs, why = _jobs(cfg, kind)
+    jobs, why = _jobs(cfg, component, kind)
     bench, used = None, {"kind": "random", "requested": kind, "reason": why}
     if jobs is not None:
         try:

@@ -30,7 +30,7 @@ from vrex.tools import find, tool_versions
 from .generic import generic_figures
 from .liberty import LibertyError, resolve_library
 from .scaling import scaling_between
-from .verilog import emit
+from .verilog import emit, flow_source_hash
 
 __all__ = ["FIGURES_VERSION", "component_figures", "figure_tools", "install_hint"]
 
@@ -115,7 +115,8 @@ def component_figures(name: str, cfg, *, liberty: str | None = None, clock_mhz: 
             missing[key] = f"no Liberty library: {e}"
     sta_ok = "sta" not in skip_tools and find("sta").found
     verilator_ok = "verilator" not in skip_tools and find("verilator").found
-    key_parts = {"v": FIGURES_VERSION, "verilog": hashlib.sha256(emitted.verilog.read_bytes()).hexdigest(),
+    key_parts = {"v": FIGURES_VERSION, "flows": flow_source_hash(),
+                 "verilog": hashlib.sha256(emitted.verilog.read_bytes()).hexdigest(),
                  "config": cfg.hash(), "lib": lib.identity() if lib else None, "clock": clock,
                  "tools": figure_tools(), "sta": sta_ok, "verilator": verilator_ok, "activity": activity,
                  "txn": n_txn, "max_cycles": tech.activity_max_cycles, "stimulus": stimulus or tech.activity_stimulus, "traffic": (p_valid, p_ready),

@@ -52,6 +52,17 @@ def _abc_flags(lib) -> str:
     return flags + "".join(f" -dont_use {p}" for p in lib.dont_use)
 
 
+def _abc_script(effort: str, period_ps: float) -> str:
+    """``-script`` for ``technology.synth_effort: fast``: Yosys's default mapping script for ``-liberty -constr``
+    without its SAT sweeping and choice computation (&fraig, scorr, &dch); buffering and gate sizing for the
+    delay target are kept, so timing stays meaningful (docs/figures.md). ``fast`` also skips the generic ``abc``
+    pass before ``dfflibmap`` (the Liberty mapping re-optimises the logic anyway)."""
+    if effort == "full":
+        return ""
+    d = f"-D,{period_ps:.0f}"
+    return f" -script +strash;dc2;map,{d};buffer;upsize,{d};dnsize,{d};stime,-p"
+
+
 def _module_name(name: str) -> str:
     return name[1:] if name.startswith("\\") else name
 
@@ -103,10 +114,8 @@ memory_map
 opt -full
 techmap
 opt -fast
-abc
-opt -fast
-dfflibmap {seq}{dont}
-abc {_abc_flags(lib)} -constr abc.constr -D {period_ps:.0f}
+{"" if tech.synth_effort == "fast" else "abc" + chr(10) + "opt -fast" + chr(10)}dfflibmap {seq}{dont}
+abc {_abc_flags(lib)} -constr abc.constr -D {period_ps:.0f}{_abc_script(tech.synth_effort, period_ps)}
 opt_clean
 tee -q -o mapped_stat.json stat -json -top {top} {stat_libs}
 write_json mapped.json

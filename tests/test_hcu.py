@@ -24,7 +24,6 @@ from vrex.synth.verilog import emit
 CASES = params(HCU_CASES)
 BY_ID = {c.id: c for c in HCU_CASES}
 SMALL = [BY_ID["bitserial-1b"], BY_ID["first-join-nearest-s8"], BY_ID["lanes3-12b-cap6-p3"]]
-RECORD_JOBS_SKIP = "needs vrex.golden.jobs.record_jobs (golden-model branch)"
 
 
 def mutant_less_equal(open_codes, token_codes, *, threshold, code_bits, **kw):
@@ -143,14 +142,11 @@ def test_jobs_the_hcu_cannot_take_are_clear_errors():
 
 
 def test_trace_driven_jobs_from_a_session():
-    try:
-        from vrex.golden.jobs import record_jobs
-    except ImportError:
-        pytest.skip(RECORD_JOBS_SKIP)
+    from vrex.golden.jobs import record_jobs
     for case in (BY_ID["edge-parallel-16x32"], BY_ID["bitserial-1b"]):
         cfg = case.config()
         for trace in ("synthetic", "video"):
-            hcu_jobs, _ = record_jobs(cfg, trace, seed=0, max_jobs=6)
+            hcu_jobs, _ = record_jobs(cfg, trace, seed=0, max_jobs=6, layers=[0], frames=6)
             assert hcu_jobs, f"{trace}: no HCU jobs recorded"
             bench = make_bench(cfg, jobs=hcu_jobs, p_valid=0.7, p_ready=0.7, name=f"hcu-{trace}")
             result = run_amaranth(HCU.from_config(cfg), bench)
@@ -390,12 +386,9 @@ def test_cocotb_catches_a_broken_reference(simulator, work_dir):
 
 @pytest.mark.sim
 def test_cocotb_trace_driven_jobs(work_dir):
-    try:
-        from vrex.golden.jobs import record_jobs
-    except ImportError:
-        pytest.skip(RECORD_JOBS_SKIP)
+    from vrex.golden.jobs import record_jobs
     cfg = BY_ID["edge-parallel-16x32"].config()
-    hcu_jobs, _ = record_jobs(cfg, "video", seed=0, max_jobs=4)
+    hcu_jobs, _ = record_jobs(cfg, "video", seed=0, max_jobs=4, layers=[0], frames=6)
     bench = make_bench(cfg, jobs=hcu_jobs, p_valid=0.7, p_ready=0.6, name="hcu-video")
     for simulator in simulators():
         result = run_cocotb(emit("hcu", cfg), bench, simulator, work_dir / simulator)

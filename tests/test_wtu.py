@@ -24,7 +24,6 @@ TOPK = params([c for c in SMALL if c.cfg.dre.wtu.mode == "topk"])
 TINY = next(c for c in WTU_CASES if c.id == "wtu-tiny-early_exit").config()
 TRAFFIC = [pytest.param(1.0, 1.0, id="no-stall"), pytest.param(0.7, 0.6, id="random-stall"),
            pytest.param(0.25, 0.3, id="heavy-stall")]
-NEEDS_RECORD_JOBS = "needs vrex.golden.jobs.record_jobs (golden-model branch)"
 
 
 def run(cfg, bench):
@@ -254,12 +253,9 @@ def test_replay_of_saved_jobs(tmp_path):
 
 @pytest.mark.parametrize("trace", ["synthetic", "video"])
 def test_recorded_session_jobs(trace):
-    try:
-        from vrex.golden.jobs import record_jobs
-    except ImportError:
-        pytest.skip(NEEDS_RECORD_JOBS)
+    from vrex.golden.jobs import record_jobs
     cfg = TINY
-    _, wtu_jobs = record_jobs(cfg, trace, seed=0, max_jobs=6)
+    _, wtu_jobs = record_jobs(cfg, trace, seed=0, max_jobs=6, layers=[0], frames=6)
     assert wtu_jobs
     bench = make_bench(cfg, jobs=wtu_jobs, p_valid=0.7, p_ready=0.6)
     run(cfg, bench)

@@ -358,6 +358,9 @@ class TechnologyConfig(_Section):
     activity_max_cycles: int = param(
         20000, "Cycle cap of the SAIF power run (a longer stimulus is cut; outputs seen so far are still checked).",
         min=100)
+    synth_effort: Literal["fast", "full"] = param(
+        "fast", "ABC effort of the library mapping: fast (strash, dc2, map, then buffering and sizing) or full "
+                "(Yosys's default script with SAT sweeping and choices; ~50x slower on the WTU).")
 
 
 @dataclass(frozen=True)
