@@ -52,6 +52,12 @@ def _load_all():
                            "WiCSum threshold unit: per-row cluster masks (early-exit / histogram WiCSum or top-k) "
                            "and the OR-aggregated mask per GQA group", WTU.from_config))
 
+    from .dre import DRE
+
+    register(ComponentSpec("dre", "vrex_dre",
+                           "DRE datapath top: HCU + WTU with GQA aggregation, control inputs and status counters",
+                           DRE.from_config))
+
 
 def component_names() -> list[str]:
     _load_all()

@@ -17,6 +17,7 @@ def run_amaranth(dut, bench: StreamBench, *, vcd_path=None) -> BenchResult:
     ins = {p: resolve_port(dut, p) for p in bench.inputs}
     outs = {p: resolve_port(dut, p) for p in bench.expected}
     traffic = Traffic(bench, "amaranth.sim")
+    signals = {}
     sampled = [ins[p].ready for p in ins] + [x for p in outs for x in (outs[p].valid, Value.cast(outs[p].payload))]
 
     async def testbench(ctx):
@@ -38,6 +39,7 @@ def run_amaranth(dut, bench: StreamBench, *, vcd_path=None) -> BenchResult:
             out_valid = {p: rest[2 * k] for k, p in enumerate(outs)}
             out_payload = {p: rest[2 * k + 1] for k, p in enumerate(outs)}
             traffic.at_edge(in_ready, out_valid, out_payload, ready)
+        signals.update({name: ctx.get(resolve_port(dut, name)) for name in bench.expected_signals})
 
     sim = Simulator(dut)
     sim.add_clock(1e-8)
@@ -47,4 +49,4 @@ def run_amaranth(dut, bench: StreamBench, *, vcd_path=None) -> BenchResult:
             sim.run()
     else:
         sim.run()
-    return traffic.result()
+    return traffic.result({"signals": signals})

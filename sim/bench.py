@@ -11,6 +11,9 @@ no-stall run used for cycle counts.
 
 amaranth is imported lazily so the cocotb side stays light.
 
+``expected_signals`` names status outputs (counters, flags) sampled once after the run has drained; a value is
+compared like an output transaction, ``None`` records the value without checking it.
+
 ``statics`` are plain control inputs (thresholds, ratios, mode registers) driven to a constant for the
 whole run, before reset is released.
 
@@ -83,6 +86,7 @@ class StreamBench:
     expected: dict[str, list[int]]
     fields: dict[str, list[tuple[str, int, int]]] = field(default_factory=dict)   # per port, for reports
     statics: dict[str, int] = field(default_factory=dict)   # quasi-static control inputs, set before reset
+    expected_signals: dict[str, int | None] = field(default_factory=dict)   # status outputs sampled at the end
     p_valid: float = 0.7
     p_ready: float = 0.7
     seed: int = 1
@@ -140,9 +144,13 @@ class BenchResult:
     def report(self, bench: StreamBench, limit: int = 5) -> str:
         """Human-readable account of the first mismatches (empty when the run matches)."""
         mm = self.mismatches(bench)
-        if not mm and not self.timed_out and not self.protocol_errors:
+        signals = self.extra.get("signals", {})
+        wrong = {k: (v, signals.get(k)) for k, v in bench.expected_signals.items()
+                 if v is not None and signals.get(k) != v}
+        if not mm and not self.timed_out and not self.protocol_errors and not wrong:
             return ""
         lines = [f"{bench.name} on {self.simulator}: {len(mm)} mismatching transaction(s)"
+                 + (f", {len(wrong)} status signal(s) wrong" if wrong else "")
                  + (f", timed out after {self.cycles} cycles" if self.timed_out else "")
                  + (f", {len(self.protocol_errors)} stream protocol violation(s)" if self.protocol_errors else "")]
         lines += [f"  protocol: {e}" for e in self.protocol_errors[:limit]]
@@ -154,6 +162,8 @@ class BenchResult:
         for port in bench.expected:
             lines.append(f"  {port}: expected {len(bench.expected[port])} transactions, "
                          f"observed {len(self.observed.get(port, []))}")
+        for name, (exp, got) in wrong.items():
+            lines.append(f"  signal {name} at the end: expected {exp}, got {got}")
         return "\n".join(lines)
 
     def to_json(self, path: Path) -> None:

@@ -57,7 +57,8 @@ async def stream_bench(dut):
                         {p: _int(h[1]) for p, h in outs.items()}, ready)
         await RisingEdge(dut.clk)
 
-    result = traffic.result()
+    await ReadOnly()
+    result = traffic.result({"signals": {name: _int(getattr(dut, name)) for name in bench.expected_signals}})
     result.to_json(os.environ["VREX_RESULT"])
     report = result.report(bench)
     assert not report, report

@@ -272,6 +272,7 @@ class DREConfig(_Section):
     hcu: HCUConfig = section(HCUConfig, "Hash-bit cluster unit.")
     wtu: WTUConfig = section(WTUConfig, "WiCSum threshold unit.")
     kvmu: KVMUConfig = section(KVMUConfig, "KV memory manager.")
+    counter_bits: int = param(32, "Width of the DRE top's status counters (they wrap around).", min=8, max=64)
 
 
 @dataclass(frozen=True)
