@@ -17,6 +17,7 @@ BENCH_MODULES = {
     "hamming_lanes": "vrex.sim.hamming_lanes",
     "wtu": "vrex.sim.wtu",
     "hcu": "vrex.sim.hcu",
+    "dre": "vrex.sim.dre",
 }
 
 

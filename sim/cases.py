@@ -11,7 +11,7 @@ from functools import cached_property
 
 from vrex.config import Config, load_config
 
-__all__ = ["Case", "HAMMING_LANES_CASES", "HCU_CASES", "WTU_CASES"]
+__all__ = ["Case", "HAMMING_LANES_CASES", "HCU_CASES", "WTU_CASES", "DRE_CASES"]
 
 
 @dataclass(frozen=True)
@@ -86,4 +86,14 @@ HCU_CASES = [
                                               "dre.hcu.bits_per_cycle": 2, "dre.hcu.full_policy": "join_nearest"}),
     Case("lanes3-12b-cap6-p3", "tiny", {"resv.hash_bits": 12, "dre.hcu.lanes": 3, "dre.hcu.code_memory_bytes": 9,
                                         "dre.hcu.bits_per_cycle": 3, "dre.hcu.pipeline_stages": 3}),
+]
+
+# DRE top (hdl/dre.py): the paper's edge blocks, and mixes of HCU schedules with every WTU mode.
+DRE_CASES = [
+    Case("dre-tiny", "tiny"),
+    Case("dre-edge", "edge"),
+    Case("dre-topk-slice4", "tiny", {"dre.wtu.mode": "topk", "dre.hcu.bits_per_cycle": 4}),
+    Case("dre-histogram-first-bitserial", "tiny", {"dre.wtu.mode": "histogram", "resv.assignment": "first",
+                                                   "dre.hcu.full_policy": "join_nearest",
+                                                   "dre.hcu.bits_per_cycle": 1, "dre.counter_bits": 8}),
 ]

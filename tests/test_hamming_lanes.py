@@ -4,6 +4,8 @@ import random
 
 import pytest
 
+import mutants
+
 from conftest import params, simulators
 from vrex.golden.hamming import hamming_distance, hamming_lanes
 from vrex.hdl.hamming_lanes import HammingLanes
@@ -18,9 +20,7 @@ from vrex.synth.verilog import emit
 CASES = params(HAMMING_LANES_CASES)
 
 
-def mutant_less_equal(query, refs, ref_valid, threshold):
-    """A wrong reference: joins at distance == threshold (<= instead of <)."""
-    return hamming_lanes(query, refs, ref_valid, threshold + 1)
+mutant_less_equal = mutants.lanes_less_equal
 
 
 # ---- golden --------------------------------------------------------------------------------------------------

@@ -3,11 +3,13 @@
 import random
 
 import pytest
+
+import mutants
 from amaranth.sim import Simulator
 
 from conftest import params, simulators
 from vrex.errors import ConfigError, TraceError
-from vrex.golden.hcu import HCUResult, hcu_assign, hcu_cycles_for
+from vrex.golden.hcu import hcu_cycles_for
 from vrex.golden.jobs import HCUJob, load_jobs, save_jobs
 from vrex.hdl.hcu import HCU
 from vrex.sim.amaranth_run import run_amaranth
@@ -26,23 +28,7 @@ BY_ID = {c.id: c for c in HCU_CASES}
 SMALL = [BY_ID["bitserial-1b"], BY_ID["first-join-nearest-s8"], BY_ID["lanes3-12b-cap6-p3"]]
 
 
-def mutant_less_equal(open_codes, token_codes, *, threshold, code_bits, **kw):
-    """A wrong reference: joins at distance == threshold (<= instead of <)."""
-    return hcu_assign(open_codes, token_codes, threshold=min(threshold + 1, code_bits + 1), code_bits=code_bits, **kw)
-
-
-def mutant_ties_to_higher_slot(open_codes, token_codes, *, code_bits, threshold, capacity, **kw):
-    """A wrong reference: a nearest-distance tie goes to the higher slot."""
-    ref = hcu_assign(open_codes, token_codes, code_bits=code_bits, threshold=threshold, capacity=capacity, **kw)
-    codes, out = list(open_codes), []
-    for a, code in zip(ref.assignments, token_codes):
-        if not a.new and not a.full:
-            a = type(a)(a.token, max(s for s, c in enumerate(codes) if (c ^ code).bit_count() == a.distance),
-                        a.new, a.distance, a.full)
-        if a.new and not a.full:
-            codes.append(code)
-        out.append(a)
-    return HCUResult(out, codes)
+mutant_less_equal, mutant_ties_to_higher_slot = mutants.hcu_less_equal, mutants.hcu_ties_to_higher_slot
 
 
 def outputs(cfg, bench):

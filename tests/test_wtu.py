@@ -3,6 +3,8 @@
 import dataclasses
 
 import pytest
+
+import mutants
 from amaranth.hdl import Fragment, Module, Mux
 from amaranth.lib import wiring
 
@@ -124,21 +126,7 @@ def test_topk_k_extremes(case, k):
 # ---- a deliberately wrong reference must fail -----------------------------------------------------------------
 
 
-def mutant_walks_one_bucket_less(scores, counts, **kw):
-    """A wrong WiCSum reference: stops one bucket above the real exit bucket."""
-    s = gw.select_row(scores, counts, **kw)
-    if s.exit_bucket < s.top_bucket:
-        sp = gw.transform_scores(scores, kw["transform"])
-        b = s.exit_bucket + 1
-        mask = sum(1 << j for j, a in enumerate(sp) if (a - s.lo) >> s.shift >= b)
-        return dataclasses.replace(s, mask=mask, exit_bucket=b, buckets_walked=s.buckets_walked - 1)
-    return s
-
-
-def mutant_ties_to_higher_index(scores, counts, **kw):
-    """A wrong top-k reference: ties at the k-th value go to the higher index."""
-    order = sorted(range(len(scores)), key=lambda j: (-scores[j], -j))[:kw["k"]]
-    return gw.RowSelection(sum(1 << j for j in order), 0, 0, 0)
+mutant_walks_one_bucket_less, mutant_ties_to_higher_index = mutants.wtu_walks_one_bucket_less, mutants.wtu_ties_to_higher_index
 
 
 @pytest.mark.parametrize("case", params([WTU_CASES[1], WTU_CASES[3]]))

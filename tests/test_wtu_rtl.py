@@ -3,7 +3,9 @@
 import pytest
 
 from conftest import params, simulators
-from test_wtu import mutant_ties_to_higher_index, mutant_walks_one_bucket_less, rejected_jobs
+from mutants import wtu_ties_to_higher_index as mutant_ties_to_higher_index
+from mutants import wtu_walks_one_bucket_less as mutant_walks_one_bucket_less
+from test_wtu import rejected_jobs
 from vrex.config import load_config
 from vrex.golden.wtu import wtu_schedule
 from vrex.hdl.wtu import WTU
@@ -104,9 +106,14 @@ def test_generic_figures_hold_the_memories():
     figures = generic_figures(emit("wtu", TINY))
     memory_bits = sum(g.memory_bits().values())
     assert figures["cells"] > 0 and figures["transistors"] > 0 and figures["logic_depth"] > 0
-    # memories become flip-flops in the generic flow: score + count + aggregation bits, plus the control
     assert memory_bits == 64 * 12 + 64 * 8 + 64
-    assert memory_bits < figures["flops"] < memory_bits + 800
+    # technology.memories = sram: the score and count memories are SRAM macros, kept out of the logic figures;
+    # the 64-bit aggregation memory is below technology.sram_min_bits and stays flip-flops
+    assert {m["name"]: m["total_bits"] for m in figures["sram_memories"]} == {"score_mem": 768, "count_mem": 512}
+    assert 64 < figures["flops"] < 64 + 800
+    # technology.memories = flops: every memory bit is a flip-flop, plus the control
+    flops = generic_figures(emit("wtu", TINY.with_overrides({"technology.memories": "flops"})))
+    assert flops["sram_memories"] == [] and memory_bits < flops["flops"] < memory_bits + 800
 
 
 # ---- long runs -----------------------------------------------------------------------------------------------
