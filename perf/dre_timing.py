@@ -10,6 +10,7 @@ then early-exit bucket passes that each rescan the row)::
 
     cycles/row = a + b · ⌈N / lanes⌉ · passes
 
+With figures, a WTU pass also adds the measured ``per_row.per_pass_overhead`` cycles (0 when absent).
 Without figures: a = ``perf.hcu_token_overhead_cycles`` / ``perf.wtu_row_overhead_cycles``, b = 1, passes =
 ``perf.wtu_passes_per_row``. With a figures JSON the measured a, b (and the WTU's mean passes) replace them.
 Each V-Rex core has its own DRE, and the contexts (stream, KV head) of a layer are spread over the cores, so the
@@ -36,6 +37,7 @@ class DRETiming:
     wtu_overhead: float
     wtu_per_unit: float
     wtu_passes: float
+    wtu_per_pass_overhead: float
     hcu_pj_per_compare: float
     wtu_pj_per_score: float
     cycles_source: str
@@ -50,7 +52,7 @@ class DRETiming:
     def wtu_cycles(self, cfg, rows: float, row_len: int) -> float:
         """Cycles for ``rows`` score rows of ``row_len`` clusters each."""
         passes = math.ceil(row_len / cfg.dre.wtu.lanes)
-        return rows * (self.wtu_overhead + self.wtu_per_unit * passes * self.wtu_passes)
+        return rows * (self.wtu_overhead + (self.wtu_per_unit * passes + self.wtu_per_pass_overhead) * self.wtu_passes)
 
     @staticmethod
     def hcu_compares(tokens: float, n_open: int) -> float:
@@ -103,4 +105,6 @@ def dre_timing(cfg, figures: DREFigures | None = None) -> DRETiming:
     else:
         power.append("WTU energy from paper Table III")
     power.append("KVMU energy from paper Table III")
-    return DRETiming(hcu[0], hcu[1], wtu[0], wtu[1], passes, hcu_pj, wtu_pj, "; ".join(parts), "; ".join(power))
+    per_pass = f.wtu_per_pass_overhead if f is not None and f.has_wtu_cycles else 0.0
+    return DRETiming(hcu[0], hcu[1], wtu[0], wtu[1], passes, per_pass, hcu_pj, wtu_pj, "; ".join(parts),
+                     "; ".join(power))

@@ -132,6 +132,7 @@ class DREFigures:
     wtu_overhead: float | None = None
     wtu_per_unit: float | None = None
     wtu_mean_passes: float | None = None
+    wtu_per_pass_overhead: float = 0.0     # optional: fixed cycles each pass adds (RTL pipeline fill / decision)
     hcu_power_mw: float | None = None
     wtu_power_mw: float | None = None
     hcu_clock_mhz: float | None = None
@@ -180,6 +181,8 @@ def read_figures_json(path) -> DREFigures:
     take("wtu_per_unit", "wtu", "cycles", "per_row", "per_unit", what="WTU cycles use the formula")
     take("wtu_mean_passes", "wtu", "cycles", "mean_passes", lo=1.0,
          what="WTU passes per row use perf.wtu_passes_per_row")
+    extra = _number(_dig(comps, "wtu", "cycles", "per_row", "per_pass_overhead"), 0.0)
+    values["wtu_per_pass_overhead"] = extra if extra is not None else 0.0
     take("hcu_power_mw", "hcu", "scaled", "power_mw", what="HCU energy uses perf.energy.hcu_pj_per_compare")
     take("wtu_power_mw", "wtu", "scaled", "power_mw", what="WTU energy uses perf.energy.wtu_pj_per_score")
     for comp in ("hcu", "wtu"):

@@ -79,3 +79,16 @@ def make_bench(cfg, *, n: int = 200, seed: int = 1, p_valid: float = 0.7, p_read
         fields=_rename({**hb.fields, **wb.fields}), statics={**hb.statics, **wb.statics, "clear": 0},
         expected_signals=expected_counters(cfg, hcu_jobs, threshold, hb, wb),
         p_valid=p_valid, p_ready=p_ready, seed=seed, max_cycles=hb.cycle_budget() + wb.cycle_budget())
+
+
+def measure_cycles(cfg) -> dict:
+    """The blocks' cycle figures: the DRE top re-exports the HCU and WTU streams and adds no cycle
+    (tests/test_dre.py checks that every handshake of a no-stall DRE run lands on the cycle of the block run)."""
+    from . import hcu as h
+    from . import wtu as w
+
+    hcu, wtu = h.measure_cycles(cfg), w.measure_cycles(cfg)
+    return {"component": "dre", "config": cfg.name, "config_hash": cfg.hash(),
+            "per_token": hcu["per_token"], "per_row": wtu["per_row"], "mean_passes": wtu.get("mean_passes"),
+            "added_latency_cycles": 0, "hcu": hcu, "wtu": wtu,
+            "formula": "HCU: " + hcu["formula"] + " | WTU: " + wtu["formula"]}

@@ -121,7 +121,7 @@ tee -q -o mapped_stat.json stat -json -top {top} {stat_libs}
 write_json mapped.json
 flatten
 opt_clean
-write_verilog -noattr -noexpr -nohex -nodec netlist.v
+write_verilog -noattr -noexpr -nohex -nodec -simple-lhs netlist.v
 """, work, "map")
     stats = json.loads((work / "mapped_stat.json").read_text())
     modules = {_module_name(k): v for k, v in stats["modules"].items()}

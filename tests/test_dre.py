@@ -117,3 +117,24 @@ def test_generic_figures_are_the_blocks_plus_counters():
     assert hcu["cells"] + wtu["cells"] < dre["cells"]
     assert sorted(m["name"] for m in dre["sram_memories"]) == \
         sorted(m["name"] for m in hcu["sram_memories"] + wtu["sram_memories"])
+
+
+def test_the_top_adds_no_cycles():
+    """A no-stall DRE run hands over every transaction on the same cycle as the blocks run alone."""
+    from vrex.hdl.hcu import HCU
+    from vrex.hdl.wtu import WTU
+    from vrex.sim import hcu as hcu_bench
+    from vrex.sim import wtu as wtu_bench
+    from vrex.sim.dre import PORTS
+
+    cfg = BY_ID["dre-topk-slice4"].config()
+    bench = make_bench(cfg, n=80, seed=9, p_valid=1.0, p_ready=1.0)
+    dre = run_amaranth(DRE.from_config(cfg), bench)
+    check(dre, bench)
+    for block, module in ((HCU, hcu_bench), (WTU, wtu_bench)):
+        sub = module.make_bench(cfg, n=80, seed=9, p_valid=1.0, p_ready=1.0)
+        alone = run_amaranth(block.from_config(cfg), sub)
+        for port, cycles in alone.handshake_cycles.items():
+            inner = port.removeprefix("in:")
+            outer = ("in:" if port.startswith("in:") else "") + PORTS[inner]
+            assert dre.handshake_cycles[outer] == cycles, port
