@@ -62,6 +62,11 @@ def _run(tcl: str, work: Path, name: str) -> str:
         raise ToolFailedError(f"OpenSTA timed out on {script}") from None
     out = proc.stdout + proc.stderr
     log.write_text(out)
+    if proc.returncode < 0:
+        raise ToolFailedError(f"OpenSTA crashed (signal {-proc.returncode}) on {script}; Debian's OpenSTA 2.0.17 "
+                              "(2019) is known to crash in report_power on some netlists when the activity is "
+                              "propagated from SAIF annotations (seen on the DRE mapped to ASAP7); a newer OpenSTA "
+                              f"may not. Log: {log}")
     if proc.returncode or re.search(r"^Error", out, re.M):
         tail = "\n  ".join(out.strip().splitlines()[-8:])
         raise ToolFailedError(f"OpenSTA failed on {script} (log: {log}):\n  {tail}")
