@@ -44,7 +44,7 @@ def job_kind(component: str):
     return getattr(_module(component), "JOB_KIND", None)
 
 
-def trace_jobs(cfg, component: str, trace: str, *, frames=None, seed: int = 0):
+def trace_jobs(cfg, component: str, trace: str, *, frames=None, seed: int = 0, max_jobs=None):
     """Recorded block jobs for ``component`` from a trace: a jobs JSON file, or "synthetic" / "video" / a trace
     file run through a ReSV session (vrex.golden.jobs.record_jobs)."""
     from pathlib import Path
@@ -57,10 +57,12 @@ def trace_jobs(cfg, component: str, trace: str, *, frames=None, seed: int = 0):
         from vrex.golden.jobs import load_jobs
 
         hcu, wtu, _ = load_jobs(trace)
+        if max_jobs is not None:
+            hcu, wtu = hcu[:max_jobs], wtu[:max_jobs]
     else:
         try:
             from vrex.golden.jobs import record_jobs
         except ImportError:
             raise UsageError("trace-driven stimulus needs the golden model's vrex.golden.jobs.record_jobs") from None
-        hcu, wtu = record_jobs(cfg, trace, frames=frames, seed=seed)
+        hcu, wtu = record_jobs(cfg, trace, frames=frames, seed=seed, max_jobs=max_jobs)
     return {"hcu": hcu, "wtu": wtu, "both": (hcu, wtu)}[kind]

@@ -19,7 +19,8 @@ def _cmd_sim(args) -> int:
     if args.trace:
         from .benches import trace_jobs
 
-        jobs = trace_jobs(cfg, args.component, args.trace, frames=args.frames, seed=args.seed)
+        jobs = trace_jobs(cfg, args.component, args.trace, frames=args.frames, seed=args.seed,
+                          max_jobs=args.transactions)
     bench = bench_for(args.component)(cfg, n=args.transactions, seed=args.seed, p_valid=1 - args.stall,
                                       p_ready=1 - args.stall, jobs=jobs)
     work = build_dir("sim", safe_name(f"cli-{args.component}-{cfg.hash()}-{args.sim}-{args.seed}"))
@@ -54,7 +55,8 @@ def register(sub) -> None:
     s.add_argument("--sim", choices=["amaranth", "verilator", "icarus"], default="verilator",
                    help="simulator (default: verilator)")
     s.add_argument("--seed", type=int, default=1, help="stimulus and traffic seed (default 1)")
-    s.add_argument("--transactions", "-n", type=int, default=500, help="input transactions (default 500)")
+    s.add_argument("--transactions", "-n", type=int, default=500,
+                   help="input transactions (default 500); with --trace: at most N recorded jobs of each kind")
     s.add_argument("--stall", type=float, default=0.3,
                    help="probability that an input idles / an output stalls in a cycle (default 0.3)")
     s.add_argument("--trace", metavar="synthetic|video|PATH",
