@@ -105,3 +105,19 @@ def test_missing_tool_says_how_to_install(no_yosys, capsys):
         require("yosys")
     code, out, _ = run(capsys, "doctor")
     assert code == 1 and "MISSING  yosys" in out
+
+
+def test_sim_trace_driven(capsys, tmp_path):
+    code, out, _ = run(capsys, "sim", "--component", "wtu", "-c", "tiny", "--sim", "amaranth", "--trace",
+                       "synthetic", "-n", "6", "--frames", "12")
+    assert code == 0 and out.startswith("PASS: wtu")
+    from vrex.config import load_config
+    from vrex.golden.jobs import record_jobs, save_jobs
+
+    hcu, wtu = record_jobs(load_config("tiny"), "synthetic", frames=12, max_jobs=4)
+    save_jobs(tmp_path / "jobs.json", hcu, wtu)
+    code, out, _ = run(capsys, "sim", "--component", "dre", "-c", "tiny", "--sim", "amaranth", "--trace",
+                       str(tmp_path / "jobs.json"))
+    assert code == 0 and out.startswith("PASS: dre")
+    code, _, err = run(capsys, "sim", "--component", "hamming_lanes", "-c", "tiny", "--trace", "synthetic")
+    assert code == 2 and "takes random stimulus only" in err
