@@ -8,6 +8,17 @@ from vrex.tools import setup_environment
 setup_environment()
 
 
+def config_error(tmp_path, text):
+    """The one-sentence ConfigError of a YAML text, with the temporary path shown as ``bad.yaml``."""
+    from vrex.config import ConfigError, load_config
+
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as e:
+        load_config(str(path))
+    return str(e.value).replace(str(path), "bad.yaml")
+
+
 def params(cases):
     """pytest.param per Case of a parametrization table, with the case id."""
     return [pytest.param(c, id=c.id) for c in cases]

@@ -2,6 +2,8 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+
+from conftest import config_error
 import yaml
 
 from vrex.config import Config, ConfigError, builtin_config_names, field_docs, load_config
@@ -48,12 +50,7 @@ def test_yaml_round_trip(tmp_path):
         assert load_config(str(p)) == cfg
 
 
-def _err(tmp_path, text):
-    p = tmp_path / "bad.yaml"
-    p.write_text(text)
-    with pytest.raises(ConfigError) as e:
-        load_config(str(p))
-    return str(e.value).replace(str(p), "bad.yaml")
+_err = config_error
 
 
 def test_unknown_key_names_key_and_line(tmp_path):

@@ -19,7 +19,6 @@ from vrex.sim.cases import HCU_CASES, Case
 from vrex.sim.hcu import (CORNERS, INPUT_LATENCY, corner_jobs, job_items, make_bench, measure_cycles,
                           random_hcu_jobs, token_cycles_from_result)
 from vrex.sim.runner import run_cocotb
-from vrex.synth.generic import structural_check
 from vrex.synth.lint import verilator_lint
 from vrex.synth.verilog import emit
 
@@ -390,17 +389,6 @@ def test_simulators_agree_on_cycles(work_dir):
 
 
 # ---- structure -----------------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("case", CASES)
-def test_verilator_lint_clean(case):
-    lint = verilator_lint(emit("hcu", case.config()))
-    assert lint.clean, "\n".join(lint.warnings)
-
-
-@pytest.mark.parametrize("case", CASES)
-def test_yosys_structural_check(case):
-    structural_check(emit("hcu", case.config()))
 
 
 def test_generic_figures_include_the_memories():

@@ -2,7 +2,9 @@
 
 import pytest
 
-from vrex.config import ConfigError, load_config
+from conftest import config_error
+
+from vrex.config import load_config
 
 
 def test_builtin_systems_are_the_papers_table_i():
@@ -26,12 +28,7 @@ def test_builtin_systems_are_the_papers_table_i():
     assert load_config("tiny").perf.kv_sizes == (256, 1024)
 
 
-def _err(tmp_path, text):
-    p = tmp_path / "bad.yaml"
-    p.write_text(text)
-    with pytest.raises(ConfigError) as e:
-        load_config(str(p))
-    return str(e.value).replace(str(p), "bad.yaml")
+_err = config_error
 
 
 def test_weights_larger_than_device_memory(tmp_path):

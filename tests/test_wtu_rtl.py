@@ -90,17 +90,6 @@ def test_simulators_agree_on_every_handshake(work_dir):
 # ---- structure and figures -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("case", CASES)
-def test_verilator_lint_clean(case):
-    lint = verilator_lint(emit("wtu", case.config()))
-    assert lint.clean, "\n".join(lint.warnings)
-
-
-@pytest.mark.parametrize("case", CASES)
-def test_yosys_structural_check(case):
-    structural_check(emit("wtu", case.config()))
-
-
 def test_generic_figures_hold_the_memories():
     g = bench_params(TINY).geometry
     figures = generic_figures(emit("wtu", TINY))

@@ -1,0 +1,29 @@
+"""Every component, every config of its parametrisation table: Verilator -Wall lint and Yosys check -assert."""
+
+import pytest
+
+from vrex.sim.cases import DRE_CASES, HAMMING_LANES_CASES, HCU_CASES, WTU_CASES
+from vrex.synth.generic import structural_check
+from vrex.synth.lint import verilator_lint
+from vrex.synth.verilog import emit
+
+TABLES = {"hamming_lanes": HAMMING_LANES_CASES, "hcu": HCU_CASES, "wtu": WTU_CASES, "dre": DRE_CASES}
+PARAMS = [pytest.param(component, case, id=f"{component}-{case.id}")
+          for component, cases in TABLES.items() for case in cases]
+
+
+def test_every_registered_component_has_a_table():
+    from vrex.hdl.registry import component_names
+
+    assert sorted(TABLES) == component_names()
+
+
+@pytest.mark.parametrize("component, case", PARAMS)
+def test_verilator_lint_clean(component, case):
+    lint = verilator_lint(emit(component, case.config()))
+    assert lint.clean, "\n".join(lint.warnings)
+
+
+@pytest.mark.parametrize("component, case", PARAMS)
+def test_yosys_structural_check(component, case):
+    structural_check(emit(component, case.config()))
