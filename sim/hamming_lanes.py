@@ -55,3 +55,21 @@ def make_bench(cfg, *, n: int = 200, seed: int = 1, p_valid: float = 0.7, p_read
     return StreamBench(name=name, inputs={"i": [pack(lin, t) for t in txns]},
                        expected={"o": [pack(lout, e) for e in expected]},
                        fields={"o": leaf_fields(lout)}, p_valid=p_valid, p_ready=p_ready, seed=seed)
+
+
+def measure_cycles(cfg) -> dict:
+    """Latency and throughput of the lane array, measured in amaranth.sim without back-pressure."""
+    from vrex.hdl.hamming_lanes import HammingLanes
+
+    from .amaranth_run import run_amaranth
+
+    bench = make_bench(cfg, n=64, seed=5, p_valid=1.0, p_ready=1.0)
+    result = run_amaranth(HammingLanes.from_config(cfg), bench)
+    if result.report(bench):
+        raise AssertionError(result.report(bench))
+    ins, outs = result.handshake_cycles["in:i"], result.handshake_cycles["o"]
+    latency = {o - i for i, o in zip(ins, outs)}
+    return {"component": "hamming_lanes", "config": cfg.name, "config_hash": cfg.hash(),
+            "latency_cycles": max(latency), "transactions": len(ins),
+            "cycles_per_transaction": (ins[-1] - ins[0]) / (len(ins) - 1),
+            "formula": f"{cfg.dre.hcu.lanes} comparisons per cycle, one transaction per cycle, latency 1"}

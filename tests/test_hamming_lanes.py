@@ -66,6 +66,16 @@ def test_amaranth_sim_full_throughput_latency_one():
     assert [o - i for i, o in zip(ins, outs)] == [1] * 50            # registered output: latency 1
 
 
+@pytest.mark.parametrize("case", CASES)
+def test_measure_cycles_reports_what_the_bench_sees(case):
+    from vrex.sim.benches import cycles_for
+    from vrex.sim.hamming_lanes import measure_cycles
+    assert cycles_for("hamming_lanes") is measure_cycles
+    figures = measure_cycles(case.config())
+    assert figures["latency_cycles"] == 1 and figures["cycles_per_transaction"] == 1
+    assert figures["transactions"] == 64 and figures["config_hash"] == case.config().hash()
+
+
 def test_amaranth_sim_catches_mutated_threshold():
     cfg = HAMMING_LANES_CASES[0].config()
     bench = make_bench(cfg, n=100, reference=mutant_less_equal)
