@@ -56,11 +56,16 @@ def _abc_script(effort: str, period_ps: float) -> str:
     """``-script`` for ``technology.synth_effort: fast``: Yosys's default mapping script for ``-liberty -constr``
     without its SAT sweeping and choice computation (&fraig, scorr, &dch); buffering and gate sizing for the
     delay target are kept, so timing stays meaningful (docs/figures.md). ``fast`` also skips the generic ``abc``
-    pass before ``dfflibmap`` (the Liberty mapping re-optimises the logic anyway)."""
+    pass before ``dfflibmap`` (the Liberty mapping re-optimises the logic anyway).
+
+    ``topo`` after ``map`` is required: on some netlists (the edge DRE with ``dre.hcu.pipeline_stages`` ≥ 2) the
+    mapped network is not in topological order, and ABC's ``buffer`` / ``stime`` then die without writing their
+    output (Yosys reports "Can't open ABC output file"). Where the order is already topological it changes
+    nothing (same area on the edge DRE)."""
     if effort == "full":
         return ""
     d = f"-D,{period_ps:.0f}"
-    return f" -script +strash;dc2;map,{d};buffer;upsize,{d};dnsize,{d};stime,-p"
+    return f" -script +strash;dc2;map,{d};topo;buffer;upsize,{d};dnsize,{d};stime,-p"
 
 
 def _module_name(name: str) -> str:

@@ -3,6 +3,7 @@
 import csv
 import json
 import os
+from pathlib import Path
 
 import pytest
 import yaml
@@ -12,6 +13,8 @@ from vrex.synth.sweep import expand, load_spec, run_sweep
 
 needs_pdk = pytest.mark.skipif(not os.environ.get("VREX_PDK_DIR"),
                                reason="VREX_PDK_DIR is not set: library figures need the Liberty folder")
+
+SHIPPED_SPECS = sorted((Path(__file__).parents[1] / "configs" / "sweeps").glob("*.yaml"))
 
 
 def _spec(tmp_path, **kw):
@@ -70,3 +73,13 @@ def test_two_point_sweep_rows_plots_and_resume(tmp_path, work_dir):
     # a second run (as after an interruption) takes every record from the cache
     again = run_sweep(spec, out_dir=work_dir, workers=1, progress=False)
     assert again.rows == res.rows
+
+
+@pytest.mark.parametrize("path", SHIPPED_SPECS, ids=lambda p: p.stem)
+def test_shipped_sweep_specs_expand(path):
+    """Every example spec under configs/sweeps loads, names registered components and has valid points."""
+    from vrex.hdl import registry
+
+    spec = load_spec(path)
+    points, _ = expand(spec)
+    assert points and set(spec.components) <= set(registry.component_names())

@@ -221,3 +221,15 @@ def test_missing_opensta_gives_partial_figures():
     assert r["area_um2"] > 0 and r["timing"] is None and r["power_mw"] is None
     assert "apt-get install opensta" in r["missing"]["timing"]
     assert r["scaled"]["area_mm2"] > 0 and r["scaled"]["power_mw"] is None
+
+
+@pytest.mark.slow
+def test_pipelined_hcu_shortens_the_edge_dre_critical_path():
+    """`dre.hcu.pipeline_stages: 2` registers the lane array's output: the HCU loses its code memory → compare →
+    next-read path and the DRE becomes WTU-limited. Also the regression test for the ABC script: this netlist
+    came out of `map` out of topological order and `buffer` died without output before `topo` was added."""
+    edge = load_config("edge")
+    one = component_figures("dre", edge, activity=False)
+    two = component_figures("dre", edge.with_overrides({"dre.hcu.pipeline_stages": 2}), activity=False)
+    assert two["area_um2"] > one["area_um2"]                                  # the added registers
+    assert two["timing"]["critical_path_ns"] < 0.8 * one["timing"]["critical_path_ns"]
