@@ -8,6 +8,15 @@ from vrex.tools import setup_environment
 setup_environment()
 
 
+def pytest_configure(config):
+    """A VREX_PDK_DIR that is set but wrong stops the run with one message (unset, the library tests skip)."""
+    pdk = os.environ.get("VREX_PDK_DIR")
+    if pdk and not (os.path.isdir(pdk) and any(n.startswith("sky130_fd_sc_hd__") for n in os.listdir(pdk))):
+        raise pytest.UsageError(
+            f"VREX_PDK_DIR={pdk} is not a Liberty folder (it should hold sky130_fd_sc_hd__tt_025C_1v80.lib.gz and "
+            "the ASAP7 libraries); point it at the folder, or unset it to skip the library-based tests")
+
+
 def config_error(tmp_path, text):
     """The one-sentence ConfigError of a YAML text, with the temporary path shown as ``bad.yaml``."""
     from vrex.config import ConfigError, load_config
