@@ -87,19 +87,15 @@ def _progress(done, total, layer):
 
 
 def _cmd_golden(args) -> int:
-    from .evaluate import METHODS, VARIANTS, evaluate, format_table
+    from .evaluate import METHODS, check_methods, evaluate, format_table
     from .policies import BaselineSettings
 
     methods = tuple(m for m in args.methods.split(",") if m) if args.methods else METHODS + ("resv_exact",)
-    for m in methods:
-        if m not in METHODS + tuple(VARIANTS):
-            raise UsageError(f"--methods: unknown method {m!r}; methods are {', '.join(METHODS + tuple(VARIANTS))}.")
-    budget = args.budget
-    if budget not in ("paper", "matched"):
-        try:
-            budget = float(budget)
-        except ValueError:
-            raise UsageError(f"--budget {budget!r}: use paper, matched, or a fraction in (0, 1].") from None
+    check_methods(methods, prefix="--methods: ")
+    try:
+        budget = float(args.budget)
+    except ValueError:
+        budget = args.budget              # paper, matched, or a word BaselineSettings rejects with the --budget text
     settings = BaselineSettings(budget=budget, top_p=args.top_p, page_tokens=args.page_tokens)
     cfg, trace, layers, heads = _load(args)
     if args.save_trace:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .hcu import HCUResult, hcu_assign
+from .hcu import HCUResult, hcu_assign_for
 
 __all__ = ["ClusterTable", "JobOutcome"]
 
@@ -111,12 +111,11 @@ class ClusterTable:
         return ids.tolist()
 
     def run_job(self, window_start: int, tokens: list[int], codes: list[int], keys: torch.Tensor, bits) -> JobOutcome:
-        """Cluster ``tokens`` (one HCU job) with :func:`vrex.golden.hcu.hcu_assign`; update the table."""
-        cfg, r = self.cfg, self.cfg.resv
+        """Cluster ``tokens`` (one HCU job) with :func:`vrex.golden.hcu.hcu_assign_for`; update the table."""
+        cfg = self.cfg
         preload = self.stage_preload(window_start, len(tokens))
         open_codes = [self.codes[c] for c in preload]
-        res = hcu_assign(open_codes, codes, code_bits=r.hash_bits, threshold=r.hamming_threshold,
-                         capacity=cfg.hcu_capacity, assignment=r.assignment, full_policy=cfg.dre.hcu.full_policy)
+        res = hcu_assign_for(cfg, open_codes, codes)
         slots = list(preload)
         clusters = []
         for a in res.assignments:

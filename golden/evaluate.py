@@ -29,26 +29,34 @@ import torch
 
 from vrex.errors import UsageError
 
-from .hashing import hyperplanes, pair_similarities, pearson
+from .hashing import hash_contexts, pair_similarities, pearson
 from .policies import BASELINES, PAPER_BUDGETS, BaselineSettings, OracleTopP, QuestPages, StepContext
 from .resv import ReSVPolicy
-from .stream import Stream
+from .stream import STAGES, Stream
 from .threads import torch_threads
 from .trace import Trace
 
-__all__ = ["METHODS", "VARIANTS", "evaluate", "make_policies", "format_table", "hash_correlation"]
+__all__ = ["METHODS", "VARIANTS", "check_methods", "evaluate", "make_policies", "format_table", "hash_correlation"]
 
 METHODS = ("full", "flexgen", "infinigen", "rekv", "quest", "oracle_topp", "resv")
 # ReSV variants measured beside the default: the exact sorted WiCSum, fixed top-k clusters (WTU topk mode), the
 # golden-only exp transform, and rows over all clusters with their full counts.
 VARIANTS = {"resv_exact": {"resv.selection": "exact"}, "resv_topk": {"dre.wtu.mode": "topk"},
             "resv_exp": {"resv.score_transform": "exp"}, "resv_all": {"resv.retrieval_scope": "all"}}
-SUBSTAGES = ("frame", "question", "answer")
 STAGE_PARTS = {"frame": ("frame",), "text": ("question", "answer"), "question": ("question",),
                "answer": ("answer",)}
 
 
+def check_methods(methods, *, prefix: str = "") -> None:
+    """Raise :class:`UsageError` (message starting with ``prefix``) naming the first unknown method."""
+    known = METHODS + tuple(VARIANTS)
+    for m in methods:
+        if m not in known:
+            raise UsageError(f"{prefix}unknown method {m!r}; methods are {', '.join(known)}.")
+
+
 def make_policies(cfg, methods, settings: BaselineSettings, engine: str = "tensor", recorder=None):
+    check_methods(methods)
     out = []
     for m in methods:
         if m == "resv":
@@ -59,10 +67,8 @@ def make_policies(cfg, methods, settings: BaselineSettings, engine: str = "tenso
             out.append(QuestPages(settings.page_tokens))
         elif m == "oracle_topp":
             out.append(OracleTopP(settings.top_p))
-        elif m in BASELINES:
-            out.append(BASELINES[m]())
         else:
-            raise UsageError(f"unknown method {m!r}; methods are {', '.join(METHODS + tuple(VARIANTS))}.")
+            out.append(BASELINES[m]())
     return sorted(out, key=lambda p: p.name != "resv")       # ReSV first: "matched" budgets follow it
 
 
@@ -112,11 +118,7 @@ def hash_correlation(cfg, trace: Trace, layers, heads, max_pairs: int = 32) -> d
     idx = sorted({round(i * (len(frames) - 2) / max(1, n - 1)) for i in range(n)})
     out = []
     for l in layers:
-        keys = trace.layers[l].k if cfg.resv.hashed_key == "post_rope" else trace.layers[l].k_pre
-        T, hkv, d = keys.shape
-        ctxs = [(h, keys[:, h], hyperplanes(cfg, l, h, d)) for h in heads] if cfg.resv.cluster_scope == "kv_head" \
-            else [(None, keys.reshape(T, hkv * d), hyperplanes(cfg, l, -1, hkv * d))]
-        for h, k, planes in ctxs:
+        for h, k, planes in hash_contexts(cfg, l, trace.layers[l], heads):
             pairs = [pair_similarities(k[frames[i].start:frames[i].end], k[frames[i + 1].start:frames[i + 1].end],
                                        planes) for i in idx]
             cos = torch.cat([c for c, _ in pairs])
@@ -240,7 +242,7 @@ def _report(cfg, trace, policies, acc, layers, heads, settings, engine) -> dict:
     for p in policies:
         methods[p.name] = {st: _stage_summary(cfg, trace, acc, p.name, st, layers, heads, p.offloads)
                            for st in STAGE_PARTS}
-        per_lh[p.name] = {st: _ratio_matrix(acc, p.name, st, layers, heads, p.offloads) for st in ("frame", "text")}
+        per_lh[p.name] = {st: _ratio_matrix(acc, p.name, st, layers, heads, p.offloads) for st in STAGES}
         if isinstance(p, ReSVPolicy):
             st = p.stats()
             cl = st["clusters"]

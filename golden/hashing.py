@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import torch
 
+from vrex.errors import TraceError
+
 from .transformer import seeded_generator
 
-__all__ = ["hyperplanes", "hash_bits", "pack_codes", "hash_codes", "hamming_matrix", "pair_similarities", "pearson",
-           "hash_cosine_correlation"]
+__all__ = ["hyperplanes", "hash_contexts", "hash_bits", "pack_codes", "hash_codes", "hamming_matrix",
+           "pair_similarities", "pearson"]
 
 
 def hyperplanes(cfg, layer: int, head: int, dim: int) -> torch.Tensor:
@@ -27,6 +29,21 @@ def hyperplanes(cfg, layer: int, head: int, dim: int) -> torch.Tensor:
     if r.hyperplanes == "rademacher":
         w = torch.where(w >= 0, 1.0, -1.0)
     return w
+
+
+def hash_contexts(cfg, layer: int, data, heads) -> list[tuple[int | None, torch.Tensor, torch.Tensor]]:
+    """The hashing contexts of one layer as ``(head, keys (T, dim), hyperplanes (dim, hash_bits))``.
+
+    ``resv.hashed_key`` picks post- or pre-RoPE keys; ``cluster_scope: kv_head`` gives one context per KV head in
+    ``heads``, ``layer`` one context (head ``None``) over the keys of all KV heads concatenated.
+    """
+    keys = data.k if cfg.resv.hashed_key == "post_rope" else data.k_pre
+    if keys is None:
+        raise TraceError("resv.hashed_key = pre_rope needs pre-RoPE keys (kpre.<l>) in the trace.")
+    T, hkv, d = keys.shape
+    if cfg.resv.cluster_scope == "kv_head":
+        return [(h, keys[:, h], hyperplanes(cfg, layer, h, d)) for h in heads]
+    return [(None, keys.reshape(T, hkv * d), hyperplanes(cfg, layer, -1, hkv * d))]
 
 
 def hash_bits(keys: torch.Tensor, planes: torch.Tensor) -> torch.Tensor:
@@ -74,11 +91,3 @@ def pearson(x: torch.Tensor, y: torch.Tensor) -> float:
     den = (x.square().sum() * y.square().sum()).sqrt()
     return float((x * y).sum() / den) if den > 0 else float("nan")
 
-
-def hash_cosine_correlation(keys_a: torch.Tensor, keys_b: torch.Tensor, planes: torch.Tensor) -> float:
-    """Pearson r between cosine similarity and negated Hamming distance over all pairs ``a × b``.
-
-    The paper (Fig. 7b) reports 0.8 between key tokens of adjacent frames.
-    """
-    cos, ham = pair_similarities(keys_a, keys_b, planes)
-    return pearson(cos, -ham)

@@ -29,8 +29,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Assignment", "HCUResult", "hcu_assign", "HCUTokenTiming", "HCUCycles", "hcu_cycles", "hcu_cycles_for",
-           "hcu_worst_token_cycles"]
+__all__ = ["Assignment", "HCUResult", "hcu_assign", "hcu_assign_for", "HCUTokenTiming", "HCUCycles", "hcu_cycles",
+           "hcu_cycles_for", "hcu_worst_token_cycles", "early_exit_saving"]
 
 
 @dataclass(frozen=True)
@@ -124,6 +124,17 @@ def hcu_worst_token_cycles(open_slots: int, *, lanes: int, slices: int, pipeline
     if open_slots == 0:
         return 1
     return pipeline_stages + -(-open_slots // lanes) * slices
+
+
+def early_exit_saving(timings, cycles: int, *, lanes: int, slices: int, early_exit: bool = True) -> tuple[float, int]:
+    """``(saving, comparison cycles of the worst case)`` of a list of :class:`HCUTokenTiming`.
+
+    ``cycles`` is the tokens' total (measured or modelled); saving = comparison cycles early exit saved /
+    comparison cycles of the worst case (``ceil(n_open / lanes) * slices`` per token), 0 without early exit.
+    """
+    compare = sum(-(-t.open_slots // lanes) * slices for t in timings)
+    worst = sum(t.worst for t in timings)
+    return ((worst - cycles) / compare if compare and early_exit else 0.0), compare
 
 
 def hcu_cycles(open_codes: list[int], token_codes: list[int], *, code_bits: int, threshold: int, capacity: int,
@@ -221,6 +232,13 @@ def hcu_cycles(open_codes: list[int], token_codes: list[int], *, code_bits: int,
         worst = hcu_worst_token_cycles(n, lanes=lanes, slices=n_slices, pipeline_stages=pipeline_stages)
         timings.append(HCUTokenTiming(cycles, worst, n, groups, slices, exits, stopped))
     return HCUCycles(len(open_codes), timings, out)
+
+
+def hcu_assign_for(cfg, open_codes, token_codes, *, threshold=None) -> HCUResult:
+    """:func:`hcu_assign` with every parameter taken from a :class:`vrex.config.Config`."""
+    return hcu_assign(open_codes, token_codes, code_bits=cfg.resv.hash_bits,
+                      threshold=cfg.resv.hamming_threshold if threshold is None else threshold,
+                      capacity=cfg.hcu_capacity, assignment=cfg.resv.assignment, full_policy=cfg.dre.hcu.full_policy)
 
 
 def hcu_cycles_for(cfg, open_codes, token_codes, *, threshold=None) -> HCUCycles:

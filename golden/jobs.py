@@ -19,6 +19,8 @@ import random
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from .wtu import signed_range
+
 __all__ = ["HCUJob", "WTUJob", "save_jobs", "load_jobs", "random_jobs"]
 
 
@@ -72,7 +74,7 @@ def random_jobs(cfg, n_hcu: int = 8, n_wtu: int = 8, seed: int = 0) -> tuple[lis
         hcu.append(HCUJob(f"random.{j}", tuple(near() for _ in range(n_open)),
                           tuple(near() for _ in range(rng.randint(1, cfg.hcu_frame_tokens)))))
     w = cfg.dre.wtu
-    lo, hi = -(1 << (w.score_bits - 1)), (1 << (w.score_bits - 1)) - 1
+    lo, hi = signed_range(w.score_bits)
     wtu = []
     for j in range(n_wtu):
         n = rng.choice([1, rng.randint(2, w.row_capacity), w.row_capacity])

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .stream import STAGES
+
 __all__ = ["plot_ratios"]
 
 _COMPARE = ("infinigen", "rekv", "quest", "oracle_topp", "resv")
@@ -28,7 +30,7 @@ def plot_ratios(report: dict, path, *, method: str = "resv") -> Path:
         raise ValueError(f"the report has no method {method!r}")
     fig = plt.figure(figsize=(12, 7.5), layout="constrained")
     grid = fig.add_gridspec(2, 2, height_ratios=[1.2, 1])
-    for col, stage in enumerate(("frame", "text")):
+    for col, stage in enumerate(STAGES):
         ax = fig.add_subplot(grid[0, col])
         m = np.array([[np.nan if v is None else 100 * v for v in row] for row in ratios[method][stage]], dtype=float)
         im = ax.imshow(m.T, aspect="auto", origin="lower", cmap="viridis", vmin=0, vmax=100, interpolation="nearest")

@@ -36,13 +36,13 @@ import torch
 from vrex.errors import TraceError, VrexError
 
 from .cluster_table import ClusterTable, JobOutcome
-from .hashing import hash_bits, hyperplanes, pack_codes
+from .hashing import hash_bits, hash_contexts, pack_codes
 from .jobs import HCUJob, WTUJob
 from .policies import RetrievalPolicy, StepContext
 from .threads import torch_threads
 from .trace import FRAME
-from .wtu import mask_to_indices, select_row
-from .wtu_tensor import quantize_tensor, select_rows, select_rows_float_exact
+from .wtu import aggregate_masks, mask_to_indices, select_row, select_row_kwargs
+from .wtu_tensor import mask_int, quantize_counted, select_rows, select_rows_float_exact
 
 __all__ = ["ReSVPolicy", "JobRecorder", "WTUOutcome", "RecordingDone", "run_session"]
 
@@ -112,21 +112,12 @@ class ReSVPolicy(RetrievalPolicy):
 
     def begin_layer(self, cfg, layer, data, heads, stream):
         self._close_layer()
-        r = self.cfg.resv
         self.layer, self.heads, self.data = layer, list(heads), data
-        keys = data.k if r.hashed_key == "post_rope" else data.k_pre
-        if keys is None:
-            raise TraceError("resv.hashed_key = pre_rope needs pre-RoPE keys (kpre.<l>) in the trace.")
-        T, hkv, d = keys.shape
         self.keys, self.bits, self.codes, self.tables = {}, {}, {}, {}
-        if r.cluster_scope == "kv_head":
-            contexts = [(h, keys[:, h], hyperplanes(self.cfg, layer, h, d)) for h in self.heads]
-        else:
-            contexts = [(None, keys.reshape(T, hkv * d), hyperplanes(self.cfg, layer, -1, hkv * d))]
-        for c, k, planes in contexts:
+        for c, k, planes in hash_contexts(self.cfg, layer, data, self.heads):
             bits = hash_bits(k, planes)
             self.keys[c], self.bits[c], self.codes[c] = k, bits, pack_codes(bits)
-            self.tables[c] = ClusterTable(self.cfg, T, k.shape[1])
+            self.tables[c] = ClusterTable(self.cfg, k.shape[0], k.shape[1])
 
     def _close_layer(self):
         for c, t in self.tables.items():
@@ -179,11 +170,9 @@ class ReSVPolicy(RetrievalPolicy):
             st.selected_fraction += float((masks.sum(1).double() / max(N, 1)).sum())
             st.aggregated_fraction += float(masks.any(0).sum()) / max(N, 1)
             return masks
-        q = quantize_tensor(scores, w.score_bits, w.score_frac_bits)
-        lo, hi = -(1 << (w.score_bits - 1)), (1 << (w.score_bits - 1)) - 1
+        q, saturated = quantize_counted(scores, w.score_bits, w.score_frac_bits)
         st.scores += q.numel()
-        scaled = (scores.double() * (1 << w.score_frac_bits)).round()
-        st.saturated += int(((scaled > hi) | (scaled < lo)).sum())
+        st.saturated += saturated
         sat = counts.clamp(max=(1 << w.count_bits) - 1)
         cap = w.row_capacity
         if N > cap and r.row_overflow == "error":
@@ -192,8 +181,7 @@ class ReSVPolicy(RetrievalPolicy):
         masks = torch.zeros(R, N, dtype=torch.bool)
         tiles = [(i, min(N, i + cap)) for i in range(0, N, cap)] or [(0, 0)]
         st.tiles += len(tiles)
-        kw = dict(mode=w.mode, ratio_q=cfg.ratio_fixed, ratio_bits=w.ratio_bits, buckets=w.buckets, k=w.topk_k,
-                  transform=r.score_transform, rule=r.selection)
+        kw = select_row_kwargs(cfg)
         for t, (a, b) in enumerate(tiles):
             qs, cs = q[:, a:b], sat[a:b]
             if self.engine == "tensor":
@@ -215,11 +203,8 @@ class ReSVPolicy(RetrievalPolicy):
             if rec is not None and rec.wants("wtu"):
                 name = label + (f".t{t}" if len(tiles) > 1 else "")
                 rec.wtu.append(WTUJob(name, tuple(cs.tolist()), tuple(tuple(row) for row in qs.tolist())))
-                row_bits = [sum(1 << j for j in torch.nonzero(m).flatten().tolist()) for m in tile_masks]
-                agg = 0
-                for m in row_bits:
-                    agg |= m
-                rec.wtu_outcomes.append(WTUOutcome(cand[a:b].tolist(), row_bits, agg))
+                row_bits = [mask_int(m) for m in tile_masks]
+                rec.wtu_outcomes.append(WTUOutcome(cand[a:b].tolist(), row_bits, aggregate_masks(row_bits)))
                 rec.check_full()
         if N:
             st.selected_fraction += float((masks.sum(1).double() / N).sum())

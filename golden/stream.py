@@ -20,7 +20,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 
-from .trace import ANSWER, FRAME, QUESTION, Trace
+from .trace import ANSWER, FRAME, KIND_NAMES, QUESTION, Trace
 
 __all__ = ["Step", "Residency", "Stream", "session_steps", "STAGES"]
 
@@ -41,7 +41,7 @@ class Step:
 
     @property
     def substage(self) -> str:
-        return {FRAME: "frame", QUESTION: "question", ANSWER: "answer"}[self.kind]
+        return KIND_NAMES[self.kind]
 
     @property
     def tokens(self) -> int:

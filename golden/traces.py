@@ -24,7 +24,7 @@ from vrex.errors import TraceError
 from .cache import golden_cache_dir
 from .threads import torch_threads
 from .synthetic import SyntheticSpec, synthetic_frame_embeddings
-from .trace import ANSWER, FRAME, QUESTION, Trace, load_trace, segments_from_lengths
+from .trace import ANSWER, FRAME, QUESTION, TRACE_SUFFIXES, Trace, load_trace, segments_from_lengths
 from .transformer import TransformerSpec, run_transformer, seeded_generator
 from .video import VideoSpec, clip_features, reduce_tokens
 
@@ -125,9 +125,9 @@ def _make_trace(cfg, source, requested, options) -> Trace:
     pre = cfg.resv.hashed_key == "pre_rope"
     if source not in ("synthetic", "video"):
         path = Path(source)
-        if path.suffix.lower() not in (".pt", ".npz", ".safetensors") and not path.exists():
-            raise TraceError(f"--trace {source!r} is neither synthetic, video, nor an existing .pt/.npz/.safetensors "
-                             "trace file.")
+        if path.suffix.lower() not in TRACE_SUFFIXES and not path.exists():
+            raise TraceError(f"--trace {source!r} is neither synthetic, video, nor an existing "
+                             f"{'/'.join(TRACE_SUFFIXES)} trace file.")
         trace = load_trace(path, cfg)
         if requested is not None:
             trace = trace.select_layers(need)

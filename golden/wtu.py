@@ -38,7 +38,8 @@ from dataclasses import dataclass
 from vrex.errors import VrexError
 
 __all__ = ["RowSelection", "transform_scores", "wicsum_threshold", "select_exact", "select_bucketed",
-           "select_topk", "select_row", "aggregate_masks", "quantize_scores", "mask_to_indices",
+           "select_topk", "select_row", "select_row_kwargs", "aggregate_masks", "signed_range", "quantize_scores",
+           "mask_to_indices",
            # job level and cycle model of the RTL (hdl/wtu.py)
            "WTUJobError", "JobSelection", "check_job", "wtu_job", "topk_refinement", "RowCycles",
            "wtu_row_cycles", "wtu_job_cycles", "wtu_schedule"]
@@ -145,6 +146,13 @@ def select_row(scores, counts, *, mode: str, ratio_q: int, ratio_bits: int, buck
                            transform=transform)
 
 
+def select_row_kwargs(cfg) -> dict:
+    """The keyword arguments of :func:`select_row` (and the tensor twin) that a :class:`vrex.config.Config` names."""
+    w, r = cfg.dre.wtu, cfg.resv
+    return dict(mode=w.mode, ratio_q=cfg.ratio_fixed, ratio_bits=w.ratio_bits, buckets=w.buckets, k=w.topk_k,
+                transform=r.score_transform, rule=r.selection)
+
+
 def aggregate_masks(masks) -> int:
     """OR of row masks (the selection of a GQA group / KV head)."""
     out = 0
@@ -163,9 +171,14 @@ def mask_to_indices(mask: int) -> list[int]:
     return out
 
 
+def signed_range(bits: int) -> tuple[int, int]:
+    """``(lo, hi)`` of a ``bits``-bit two's complement number."""
+    return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+
+
 def quantize_scores(values, score_bits: int, frac_bits: int) -> list[int]:
     """Float scores -> signed fixed point: round half to even, saturate to the B-bit range."""
-    lo, hi = -(1 << (score_bits - 1)), (1 << (score_bits - 1)) - 1
+    lo, hi = signed_range(score_bits)
     out = []
     for v in values:
         x = float(v) * (1 << frac_bits)

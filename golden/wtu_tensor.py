@@ -16,9 +16,14 @@ from dataclasses import dataclass
 
 import torch
 
-from .wtu import RowSelection
+from .wtu import RowSelection, signed_range
 
-__all__ = ["JobSelection", "quantize_tensor", "select_rows", "select_rows_float_exact"]
+__all__ = ["JobSelection", "mask_int", "quantize_tensor", "quantize_counted", "select_rows", "select_rows_float_exact"]
+
+
+def mask_int(row: torch.Tensor) -> int:
+    """A bool row as the reference's integer mask (bit ``j`` set: cluster ``j`` selected)."""
+    return sum(1 << j for j in torch.nonzero(row).flatten().tolist())
 
 
 @dataclass
@@ -38,19 +43,24 @@ class JobSelection:
 
     def row(self, i: int) -> RowSelection:
         """Row ``i`` as the reference's :class:`RowSelection` (mask bit ``j`` = cluster ``j``)."""
-        mask = sum(1 << j for j in torch.nonzero(self.masks[i]).flatten().tolist())
         f = [int(getattr(self, n)[i]) for n in ("total", "threshold", "accumulated", "lo", "hi", "shift",
                                                  "top_bucket", "exit_bucket", "buckets_walked")]
-        return RowSelection(mask, *f)
+        return RowSelection(mask_int(self.masks[i]), *f)
 
 
 def quantize_tensor(values: torch.Tensor, score_bits: int, frac_bits: int) -> torch.Tensor:
     """:func:`vrex.golden.wtu.quantize_scores` on a tensor: round half to even, saturate; int64 result."""
+    return quantize_counted(values, score_bits, frac_bits)[0]
+
+
+def quantize_counted(values: torch.Tensor, score_bits: int, frac_bits: int) -> tuple[torch.Tensor, int]:
+    """:func:`quantize_tensor` and the number of values that saturated (rounded outside the B-bit range)."""
     x = values.to(torch.float64) * float(1 << frac_bits)
     if torch.isnan(x).any():
         raise ValueError("NaN score")
-    lo, hi = -(1 << (score_bits - 1)), (1 << (score_bits - 1)) - 1
-    return torch.round(x).clamp(lo, hi).to(torch.int64)
+    lo, hi = signed_range(score_bits)
+    rounded = torch.round(x)
+    return rounded.clamp(lo, hi).to(torch.int64), int(((rounded > hi) | (rounded < lo)).sum())
 
 
 def _zeros(r: int) -> torch.Tensor:
@@ -60,6 +70,19 @@ def _zeros(r: int) -> torch.Tensor:
 def _threshold(total: torch.Tensor, ratio_q: int, ratio_bits: int) -> torch.Tensor:
     low = total & ((1 << ratio_bits) - 1)
     return (total >> ratio_bits) * ratio_q + ((low * ratio_q) >> ratio_bits)
+
+
+def _sorted_wicsum(sp: torch.Tensor, prod: torch.Tensor, thr: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The exact rule on ``(R, N)`` rows, ``N ≥ 1``: visit clusters in descending ``sp`` (ties: lower index), select
+    up to and including the first after which ``Σ prod > thr`` (all if never); bool masks and the sum at the stop."""
+    R, N = sp.shape
+    order = torch.sort(sp, dim=1, descending=True, stable=True).indices
+    cum = torch.cumsum(torch.gather(prod, 1, order), 1)
+    over = cum > thr[:, None]
+    stop = torch.where(over.any(1), over.to(torch.int8).argmax(1), torch.full((R,), N - 1))
+    picked = torch.arange(N)[None, :] <= stop[:, None]
+    masks = torch.zeros(R, N, dtype=torch.bool).scatter_(1, order, picked)
+    return masks, torch.gather(cum, 1, stop[:, None])[:, 0]
 
 
 def select_rows(scores: torch.Tensor, counts: torch.Tensor, *, mode: str, ratio_q: int, ratio_bits: int,
@@ -88,13 +111,7 @@ def select_rows(scores: torch.Tensor, counts: torch.Tensor, *, mode: str, ratio_
     thr = _threshold(total, ratio_q, ratio_bits)
     lo, hi = sp.min(1).values, sp.max(1).values
     if rule == "exact":
-        order = torch.sort(sp, dim=1, descending=True, stable=True).indices
-        cum = torch.cumsum(torch.gather(prod, 1, order), 1)
-        over = cum > thr[:, None]
-        stop = torch.where(over.any(1), over.to(torch.int8).argmax(1), torch.full((R,), N - 1))
-        picked = torch.arange(N)[None, :] <= stop[:, None]
-        masks = torch.zeros(R, N, dtype=torch.bool).scatter_(1, order, picked)
-        acc = torch.gather(cum, 1, stop[:, None])[:, 0]
+        masks, acc = _sorted_wicsum(sp, prod, thr)
         return JobSelection(masks, total, thr, acc, lo, hi, z, z, z, z)
     span = hi - lo
     sh = _zeros(R)
@@ -122,10 +139,4 @@ def select_rows_float_exact(values: torch.Tensor, counts: torch.Tensor, ratio: f
         return torch.zeros(R, 0, dtype=torch.bool)
     sp = torch.exp(values.to(torch.float64) - values.to(torch.float64).max(1, keepdim=True).values)
     prod = sp * counts.to(torch.float64)[None, :]
-    thr = ratio * prod.sum(1)
-    order = torch.sort(sp, dim=1, descending=True, stable=True).indices
-    cum = torch.cumsum(torch.gather(prod, 1, order), 1)
-    over = cum > thr[:, None]
-    stop = torch.where(over.any(1), over.to(torch.int8).argmax(1), torch.full((R,), N - 1))
-    picked = torch.arange(N)[None, :] <= stop[:, None]
-    return torch.zeros(R, N, dtype=torch.bool).scatter_(1, order, picked)
+    return _sorted_wicsum(sp, prod, ratio * prod.sum(1))[0]

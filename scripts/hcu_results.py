@@ -11,7 +11,7 @@ the RTL on every case of sim/cases.py HCU_CASES.
 import argparse
 import random
 
-from vrex.golden.hcu import hcu_cycles_for
+from vrex.golden.hcu import early_exit_saving, hcu_cycles_for, hcu_worst_token_cycles
 from vrex.golden.jobs import HCUJob, random_jobs
 from vrex.hdl.hcu import HCU
 from vrex.paths import git_revision
@@ -49,7 +49,8 @@ def edge_per_token(case):
         copy = next(measured) if n else None
         far = next(measured)
         model = [t.cycles for t in hcu_cycles_for(cfg, job.open_codes, job.token_codes).tokens]
-        formula = 1 if n == 0 else h.pipeline_stages + -(-n // h.lanes) * (bits // h.bits_per_cycle)
+        formula = hcu_worst_token_cycles(n, lanes=h.lanes, slices=bits // h.bits_per_cycle,
+                                         pipeline_stages=h.pipeline_stages)
         lines.append(f"| {n} | {formula} | {far} | {copy if copy is not None else '–'} | "
                      f"{'= measured' if model == ([copy] if n else []) + [far] else model} |")
     return "\n".join(lines)
@@ -76,14 +77,14 @@ def early_exit_statistics(n_jobs=100):
         cfg = case.config()
         hcu_jobs, _ = random_jobs(cfg, n_hcu=n_jobs, n_wtu=0, seed=3)
         h = cfg.dre.hcu
-        slices = cfg.resv.hash_bits // h.bits_per_cycle
         toks = [t for j in hcu_jobs for t in hcu_cycles_for(cfg, j.open_codes, j.token_codes).tokens]
         worst, cyc = sum(t.worst for t in toks), sum(t.cycles for t in toks)
-        compare = sum(-(-t.open_slots // h.lanes) * slices for t in toks)
+        saving, _ = early_exit_saving(toks, cyc, lanes=h.lanes, slices=cfg.resv.hash_bits // h.bits_per_cycle,
+                                      early_exit=h.early_exit)
         groups = sum(t.groups for t in toks)
         lines.append(f"| {case.id} | {len(toks)} | {sum(t.open_slots for t in toks) / len(toks):.0f} | "
                      f"{worst / len(toks):.1f} | {cyc / len(toks):.1f} | "
-                     f"{(worst - cyc) / compare if compare and h.early_exit else 0:.1%} | "
+                     f"{saving:.1%} | "
                      f"{sum(t.group_exits for t in toks) / max(1, groups):.1%} | "
                      f"{sum(t.scan_stop for t in toks) / len(toks):.1%} |")
     return "\n".join(lines)

@@ -10,12 +10,12 @@ from vrex.config import load_config
 from vrex.golden.cluster_table import ClusterTable
 from vrex.golden.evaluate import evaluate
 from vrex.golden.hashing import hash_codes, hyperplanes
-from vrex.golden.hcu import hcu_assign
+from vrex.golden.hcu import hcu_assign_for
 from vrex.golden.jobs import load_jobs, record_jobs, save_jobs
 from vrex.golden.resv import JobRecorder, ReSVPolicy, run_session
 from vrex.golden.stream import Stream
 from vrex.golden.traces import TraceOptions, make_trace
-from vrex.golden.wtu import select_row
+from vrex.golden.wtu import select_row, select_row_kwargs, signed_range
 from vrex.sim.cases import RESV_SESSION_CASES
 
 TINY = load_config("tiny")
@@ -27,16 +27,13 @@ def trace():
 
 
 def _replay_hcu(cfg, hcu_jobs, outcomes):
-    r = cfg.resv
     seen_by_context = {}
     for job, out in zip(hcu_jobs, outcomes, strict=True):
         parts = job.context.split(".")
         seen = seen_by_context.setdefault(tuple(p for p in parts if p[0] in "LH"), set())   # one id space per context
         assert list(job.open_codes) == out.open_codes and list(job.token_codes) == out.token_codes
         assert len(job.token_codes) <= cfg.hcu_frame_tokens and len(job.open_codes) <= cfg.hcu_capacity
-        res = hcu_assign(list(job.open_codes), list(job.token_codes), code_bits=r.hash_bits,
-                         threshold=r.hamming_threshold, capacity=cfg.hcu_capacity, assignment=r.assignment,
-                         full_policy=cfg.dre.hcu.full_policy)
+        res = hcu_assign_for(cfg, list(job.open_codes), list(job.token_codes))
         slots = list(out.preload)
         assert out.preload == sorted(out.preload)                        # oldest first
         for a, cid in zip(res.assignments, out.clusters, strict=True):
@@ -51,15 +48,14 @@ def _replay_hcu(cfg, hcu_jobs, outcomes):
 
 
 def _replay_wtu(cfg, wtu_jobs, outcomes):
-    w, r = cfg.dre.wtu, cfg.resv
-    lo, hi = -(1 << (w.score_bits - 1)), (1 << (w.score_bits - 1)) - 1
+    w, kw = cfg.dre.wtu, select_row_kwargs(cfg)
+    lo, hi = signed_range(w.score_bits)
     for job, out in zip(wtu_jobs, outcomes, strict=True):
         assert 0 < len(job.counts) <= w.row_capacity and all(0 < c < 1 << w.count_bits for c in job.counts)
         agg = 0
         for row, mask in zip(job.rows, out.row_masks, strict=True):
             assert len(row) == len(job.counts) and all(lo <= s <= hi for s in row)
-            sel = select_row(list(row), list(job.counts), mode=w.mode, ratio_q=cfg.ratio_fixed, ratio_bits=w.ratio_bits,
-                             buckets=w.buckets, k=w.topk_k, transform=r.score_transform, rule=r.selection)
+            sel = select_row(list(row), list(job.counts), **kw)
             assert sel.mask == mask
             agg |= mask
         assert agg == out.mask
@@ -224,7 +220,8 @@ def test_row_overflow_error_is_clear(trace):
 
     with pytest.raises(VrexError, match=r"has \d+ clusters but the score memory holds 4 .*resv\.row_overflow"):
         run_session(cfg, trace)
-    assert math.isfinite(evaluate(TINY.with_overrides({"resv.retrieval_scope": "all",
-                                                       "dre.wtu.score_memory_bytes": 6, "dre.wtu.lanes": 4,
-                                                       "dre.wtu.topk_k": 4}), trace,
-                                  methods=("resv",))["methods"]["resv"]["frame"]["recall"])
+    rep = evaluate(TINY.with_overrides({"resv.retrieval_scope": "all", "dre.wtu.score_memory_bytes": 6,
+                                        "dre.wtu.lanes": 4, "dre.wtu.topk_k": 4}), trace, methods=("resv",))
+    assert math.isfinite(rep["methods"]["resv"]["frame"]["recall"])
+    w = rep["resv"]["resv"]["wtu"]["frame"]
+    assert w["tiles"] > w["jobs"]                                              # the tile path ran

@@ -6,8 +6,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vrex.golden.wtu import quantize_scores, select_exact, select_row
-from vrex.golden.wtu_tensor import quantize_tensor, select_rows, select_rows_float_exact
+from vrex.golden.wtu import quantize_scores, select_exact, select_row, signed_range
+from vrex.golden.wtu_tensor import quantize_counted, quantize_tensor, select_rows, select_rows_float_exact
 
 
 @st.composite
@@ -17,7 +17,7 @@ def jobs(draw):
     ratio_bits = draw(st.integers(4, 24))
     n = draw(st.integers(0, 40))
     rows = draw(st.integers(1, 4))
-    lo, hi = -(1 << (score_bits - 1)), (1 << (score_bits - 1)) - 1
+    lo, hi = signed_range(score_bits)
     score = st.one_of(st.integers(lo, hi), st.integers(-2, 2), st.sampled_from([lo, hi]))
     scores = draw(st.lists(st.lists(score, min_size=n, max_size=n), min_size=rows, max_size=rows))
     counts = draw(st.lists(st.integers(0, (1 << count_bits) - 1), min_size=n, max_size=n))
@@ -55,6 +55,9 @@ def test_quantize_tensor_equals_reference(values, bits, frac):
 def test_quantize_rounds_half_to_even_and_saturates():
     t = torch.tensor([0.5, 1.5, 2.5, -0.5, -1.5, 1e9, -1e9, math.inf, -math.inf]) / 16
     assert quantize_tensor(t, 8, 4).tolist() == [0, 2, 2, 0, -2, 127, -128, 127, -128]
+    q, saturated = quantize_counted(t, 8, 4)
+    assert q.tolist() == quantize_tensor(t, 8, 4).tolist() and saturated == 4
+    assert quantize_counted(torch.tensor([127.49, -128.0, 127.5, -128.5]) / 16, 8, 4)[1] == 1     # 127.5 → 128
 
 
 @settings(max_examples=40, deadline=None)

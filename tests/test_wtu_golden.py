@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from vrex.errors import TraceError, VrexError
 from vrex.golden.jobs import WTUJob
 from vrex.golden.wtu import (WTUJobError, bucket_shift, check_job, select_bucketed, select_row, select_topk,
-                             topk_refinement, wtu_job, wtu_job_cycles, wtu_row_cycles, wtu_schedule)
+                             signed_range, topk_refinement, wtu_job, wtu_job_cycles, wtu_row_cycles, wtu_schedule)
 from vrex.sim.cases import WTU_CASES
 from vrex.sim.wtu import bench_params, corner_jobs, job_beats, make_bench, random_wtu_jobs
 
@@ -23,7 +23,7 @@ TINY = next(c for c in WTU_CASES if c.id == "wtu-tiny-early_exit").config()
 @given(st.data())
 def test_topk_refinement_selects_the_golden_topk(data):
     bits = data.draw(st.integers(4, 16))
-    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    lo, hi = signed_range(bits)
     span = data.draw(st.sampled_from([1, 3, 40, hi - lo]))
     base = data.draw(st.integers(lo, hi - min(span, hi - lo)))
     scores = data.draw(st.lists(st.integers(base, base + min(span, hi - lo)), min_size=2, max_size=60))
@@ -92,6 +92,22 @@ def test_cycle_model_counts_passes_as_the_walk_requires():
             assert hist.walk_cycles == sel.buckets_walked and ee.cycles == 2 * w + 6 + ee.selection_passes * (w + 3)
         top = wtu_row_cycles(scores, counts, mode="topk", **kw)
         assert (top.selection_passes == 0) == (kw["k"] == 0 or kw["k"] >= n)
+
+
+def test_cycle_model_on_rows_worked_by_hand():
+    """8 clusters on 4 lanes (W = 2 words), one token each, ratio 0.5, 8 buckets: row = 2W + 6 = 10 cycles, an
+    early-exit pass W + 3 = 5, a histogram binning pass W + 2 = 4 plus one cycle per bucket walked."""
+    kw = dict(lanes=4, ratio_q=128, ratio_bits=8, buckets=8, k=2)
+    # one dominant score: total 100, T = 50, sh = 4, top bucket 6 holds 100 > 50 -> exit after one bucket
+    one = [100, 0, 0, 0, 0, 0, 0, 0]
+    assert wtu_row_cycles(one, [1] * 8, mode="early_exit", **kw).cycles == 10 + 5
+    assert wtu_row_cycles(one, [1] * 8, mode="histogram", **kw).cycles == 10 + 4 + 1
+    # a ramp 10..80: s' = 0..70, total 280, T = 140; bucket 4 (s' >= 64) holds 70, bucket 3 adds 60 + 50 = 180
+    ramp = [10, 20, 30, 40, 50, 60, 70, 80]
+    assert wtu_row_cycles(ramp, [1] * 8, mode="early_exit", **kw).cycles == 10 + 2 * 5
+    assert wtu_row_cycles(ramp, [1] * 8, mode="histogram", **kw).cycles == 10 + 4 + 2
+    # ratio 1.0: T = total, nothing to walk
+    assert wtu_row_cycles(ramp, [1] * 8, mode="early_exit", **{**kw, "ratio_q": 256}).cycles == 10
 
 
 def test_schedule_is_back_to_back():
