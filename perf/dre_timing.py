@@ -71,24 +71,17 @@ def dre_timing(cfg, figures: DREFigures | None = None) -> DRETiming:
     """The DRE timing and energy model for ``cfg``, from ``figures`` where it has the values."""
     p, e = cfg.perf, cfg.perf.energy
     f = figures
-    if f is not None and f.has_hcu_cycles:
-        hcu = (f.hcu_overhead, f.hcu_per_unit)
-    else:
-        hcu = (float(p.hcu_token_overhead_cycles), 1.0)
-    if f is not None and f.has_wtu_cycles:
-        wtu = (f.wtu_overhead, f.wtu_per_unit)
-    else:
-        wtu = (float(p.wtu_row_overhead_cycles), 1.0)
-    passes = f.wtu_mean_passes if f is not None and f.wtu_mean_passes is not None else p.wtu_passes_per_row
-    parts = []
-    parts.append(f"HCU cycles from {f.path}" if f is not None and f.has_hcu_cycles else
-                 "HCU cycles from the documented formula (no RTL figures)")
-    parts.append(f"WTU cycles from {f.path}" if f is not None and f.has_wtu_cycles else
-                 "WTU cycles from the documented formula (no RTL figures)")
-    if f is not None and f.wtu_mean_passes is not None:
-        parts.append(f"WTU mean passes {passes:g} measured")
-    else:
-        parts.append(f"WTU passes per row {passes:g} (perf.wtu_passes_per_row)")
+    hcu_measured = f is not None and f.has_hcu_cycles
+    wtu_measured = f is not None and f.has_wtu_cycles
+    passes_measured = f is not None and f.wtu_mean_passes is not None
+    formula = "cycles from the documented formula (no RTL figures)"
+    hcu = (f.hcu_overhead, f.hcu_per_unit) if hcu_measured else (float(p.hcu_token_overhead_cycles), 1.0)
+    wtu = (f.wtu_overhead, f.wtu_per_unit) if wtu_measured else (float(p.wtu_row_overhead_cycles), 1.0)
+    passes = f.wtu_mean_passes if passes_measured else p.wtu_passes_per_row
+    parts = [f"HCU cycles from {f.path}" if hcu_measured else f"HCU {formula}",
+             f"WTU cycles from {f.path}" if wtu_measured else f"WTU {formula}",
+             f"WTU mean passes {passes:g} measured" if passes_measured else
+             f"WTU passes per row {passes:g} (perf.wtu_passes_per_row)"]
     target_clock = cfg.technology.target_clock_mhz
     hcu_pj = e.hcu_pj_per_compare
     wtu_pj = e.wtu_pj_per_score
@@ -105,6 +98,6 @@ def dre_timing(cfg, figures: DREFigures | None = None) -> DRETiming:
     else:
         power.append("WTU energy from paper Table III")
     power.append("KVMU energy from paper Table III")
-    per_pass = f.wtu_per_pass_overhead if f is not None and f.has_wtu_cycles else 0.0
+    per_pass = f.wtu_per_pass_overhead if wtu_measured else 0.0
     return DRETiming(hcu[0], hcu[1], wtu[0], wtu[1], passes, per_pass, hcu_pj, wtu_pj, "; ".join(parts),
                      "; ".join(power))

@@ -99,7 +99,7 @@ def read_golden_json(path) -> MeasuredRatios:
             notes.append(f"{path}: method '{method}' missing; its ratios fall back to paper Table II.")
             continue
         for stage in ("frame", "text"):
-            raw = entry.get(stage, {}).get("retrieval_ratio") if isinstance(entry.get(stage), dict) else None
+            raw = _dig(entry, stage, "retrieval_ratio")
             value = _number(raw, 0.0, 1.0)
             if value is None:
                 why = "missing" if raw is None else f"invalid ({raw!r}, must be a number in [0, 1])"

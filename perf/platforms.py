@@ -34,7 +34,6 @@ class Platform:
     irregular_eff: float
     dram_bw: float              # B/s
     dram_eff: float
-    dram_capacity: float        # B
     link_bw: float              # B/s
     link_eff: float
     link_lanes: int
@@ -82,7 +81,7 @@ def vrex_platform(cfg) -> Platform:
         matmul_peak=2 * s.cores * lxe.macs_per_cycle * f, matmul_eff=v.dpe_efficiency,
         vector_peak=s.cores * lxe.vpe_units * lxe.vpe_lanes * f, vector_eff=v.vpe_efficiency,
         irregular_eff=1.0,
-        dram_bw=s.dram.bandwidth_gbs * 1e9, dram_eff=v.dram_efficiency, dram_capacity=s.dram.capacity_gb * 1e9,
+        dram_bw=s.dram.bandwidth_gbs * 1e9, dram_eff=v.dram_efficiency,
         link_bw=s.link.bandwidth_gbs * 1e9, link_eff=v.link_efficiency, link_lanes=s.link.lanes,
         cores=s.cores, clock_hz=f, static_w=cfg.perf.energy.static_w, dram_pj_per_bit=cfg.perf.energy.dram_pj_per_bit)
 
@@ -93,7 +92,7 @@ def gpu_platform(cfg) -> Platform:
         name=g.name, kind="gpu",
         matmul_peak=g.tensor_tflops * 1e12, matmul_eff=g.matmul_efficiency,
         vector_peak=g.vector_tflops * 1e12, vector_eff=g.vector_efficiency, irregular_eff=g.irregular_efficiency,
-        dram_bw=g.dram_gbs * 1e9, dram_eff=g.dram_efficiency, dram_capacity=g.dram_capacity_gb * 1e9,
+        dram_bw=g.dram_gbs * 1e9, dram_eff=g.dram_efficiency,
         link_bw=g.link_gbs * 1e9, link_eff=g.link_efficiency, link_lanes=g.link_lanes,
         launch_s=g.launch_overhead_us * 1e-6, llm_kernels_per_layer=g.llm_kernels_per_layer,
         prediction_kernels_per_layer=g.prediction_kernels_per_layer,

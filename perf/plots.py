@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .report import comparison_rows
-from .sweep import Evaluation
+from .report import comparison_rows, kv_label
+from .sweep import Evaluation, session_weights
 
 __all__ = ["write_plots", "PLOT_FILES"]
 
@@ -84,20 +84,20 @@ def _stack(ax, labels, parts, title, ylabel):
 def _breakdown(ev: Evaluation, rows: dict, path: Path, plt) -> None:
     cfg = ev.cfg
     b = min(cfg.perf.batches)
-    frames, answers = cfg.perf.frames_per_session, cfg.model.answer_tokens
+    frames, questions, answers = session_weights(cfg)
     labels, parts = [], []
     for p in (p for p in ev.points if p.batch == b):
         for key, short in (("gpu:flexgen", ev.systems["gpu:flexgen"].platform.name), ("vrex", cfg.system.name)):
             f, q, d = p.frame[key].exposed, p.question[key].exposed, p.decode[key].exposed
-            total = {c: frames * f.get(c, 0) + q.get(c, 0) + answers * d.get(c, 0) for c in CATEGORIES}
-            labels.append(f"{short}\n{p.kv // 1024}K")
+            total = {c: frames * f.get(c, 0) + questions * q.get(c, 0) + answers * d.get(c, 0) for c in CATEGORIES}
+            labels.append(f"{short}\n{kv_label(p.kv)}")
             parts.append(total)
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(15, 5))
     _stack(ax1, labels, parts, f"session latency breakdown, batch {b} (paper Fig. 14 analogue)",
            "exposed time on the critical path (s)")
     ab = rows["ablation"]
     _stack(ax2, [r["label"] for r in ab], [{k: v / 1e3 for k, v in r["exposed_ms"].items()} for r in ab],
-           f"frame at {ab[0]['kv'] // 1024}K, batch 1: hardware ablation (paper Fig. 16 analogue)",
+           f"frame at {kv_label(ab[0]['kv'])}, batch 1: hardware ablation (paper Fig. 16 analogue)",
            "exposed time on the critical path (s)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -125,7 +125,7 @@ def _roofline(ev: Evaluation, rows: dict, path: Path, plt) -> None:
             ax.hlines(ceiling, x / 3, x * 3, colors=pt.get_color(), linestyles="dotted",
                       label=f"{r['label']}: link ceiling")
     ax.set(xscale="log", yscale="log", xlabel="operational intensity (Op / DRAM byte)", ylabel="TFLOPS",
-           title=f"roofline, frame at {ro[0]['kv'] // 1024}K, batch {ro[0]['batch']} (paper Fig. 18 analogue)")
+           title=f"roofline, frame at {kv_label(ro[0]['kv'])}, batch {ro[0]['batch']} (paper Fig. 18 analogue)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()

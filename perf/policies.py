@@ -29,10 +29,9 @@ from typing import Literal
 from .inputs import MeasuredRatios
 from .workload import KVGeometry, Step, Work
 
-__all__ = ["Policy", "Prediction", "POLICY_NAMES", "BASELINES", "policies", "clustering_prediction",
+__all__ = ["Policy", "Prediction", "BASELINES", "policies", "clustering_prediction",
            "selection_prediction", "gpu_work", "n_open_clusters", "clusters_per_context"]
 
-POLICY_NAMES = ("flexgen", "infinigen", "infinigenp", "rekv", "resv")
 BASELINES = ("flexgen", "infinigen", "infinigenp", "rekv")
 LABELS = {"flexgen": "FlexGen", "infinigen": "InfiniGen", "infinigenp": "InfiniGenP", "rekv": "ReKV", "resv": "ReSV"}
 
@@ -71,8 +70,8 @@ def policies(cfg, measured: MeasuredRatios | None = None) -> dict[str, Policy]:
     }
     out = {}
     for name, (fr, tr, predictor, layout, extra) in base.items():
-        src = {"frame": "config (paper Table II)" if name != "flexgen" else "full fetch",
-               "text": "config (paper Table II)" if name != "flexgen" else "full fetch"}
+        given = "full fetch" if name == "flexgen" else "config (paper Table II)"
+        src = {"frame": given, "text": given}
         if measured is not None:
             if measured.get(name, "frame") is not None:
                 fr, src["frame"] = measured.get(name, "frame"), f"measured ({measured.path})"

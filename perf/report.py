@@ -6,19 +6,20 @@ over the KV sizes, the range is printed and compared with the range of our value
 
 from __future__ import annotations
 
-import importlib.metadata
 import sys
 
 from vrex.paths import git_revision
+from vrex.tools import package_version
 
 from .paper import paper_for
 from .policies import BASELINES, LABELS
 from .sweep import Evaluation, session_totals
 
-__all__ = ["comparison_rows", "render_text", "to_json", "floors"]
+__all__ = ["comparison_rows", "render_text", "to_json", "floors", "kv_label"]
 
 
-def _kv_label(kv: int) -> str:
+def kv_label(kv: int) -> str:
+    """1024 -> "1K"; sizes that are not whole K are printed as they are."""
     return f"{kv // 1024}K" if kv % 1024 == 0 else str(kv)
 
 
@@ -53,6 +54,16 @@ def floors(ev: Evaluation) -> list[dict]:
     return out
 
 
+def _against_baselines(row: dict, ours, results: dict, paper_energy_gain) -> dict:
+    """``row`` plus speedup and energy gain of ``ours`` over every GPU baseline in ``results`` and the paper's
+    energy gain over FlexGen with its relative difference."""
+    row["speedup"] = {b: results[f"gpu:{b}"].latency / ours.latency for b in BASELINES}
+    row["energy_gain"] = {b: results[f"gpu:{b}"].energy_total / ours.energy_total for b in BASELINES}
+    row["paper_energy_gain_flexgen"] = paper_energy_gain
+    row["energy_gain_rel"] = _rel(row["energy_gain"]["flexgen"], paper_energy_gain)
+    return row
+
+
 def comparison_rows(ev: Evaluation) -> dict:
     """Frame, text and session rows: ours, the paper's, relative differences."""
     cfg = ev.cfg
@@ -62,28 +73,15 @@ def comparison_rows(ev: Evaluation) -> dict:
         f = pt.frame["vrex"]
         d = pt.decode["vrex"]
         pl = paper.get("frame_latency_ms", {}).get(pt.batch, {}).get(pt.kv)
-        row = {"kv": pt.kv, "batch": pt.batch, "latency_ms": f.latency * 1e3, "paper_latency_ms": pl,
-               "latency_rel": _rel(f.latency * 1e3, pl), "fps": f.throughput,
-               "paper_fps": (1e3 * pt.batch / pl) if pl else None, "energy_per_frame_j": f.energy_total / pt.batch,
-               "speedup": {}, "energy_gain": {}}
-        for b in BASELINES:
-            g = pt.frame[f"gpu:{b}"]
-            row["speedup"][b] = g.latency / f.latency
-            row["energy_gain"][b] = g.energy_total / f.energy_total
-        pe = paper.get("frame_energy_gain", {}).get(pt.batch, {}).get(pt.kv)
-        row["paper_energy_gain_flexgen"] = pe
-        row["energy_gain_rel"] = _rel(row["energy_gain"]["flexgen"], pe)
-        frame.append(row)
-        trow = {"kv": pt.kv, "batch": pt.batch, "tpot_ms": d.latency * 1e3, "tokens_per_s": d.throughput,
-                "energy_per_token_j": d.energy_total / pt.batch, "speedup": {}, "energy_gain": {}}
-        for b in BASELINES:
-            g = pt.decode[f"gpu:{b}"]
-            trow["speedup"][b] = g.latency / d.latency
-            trow["energy_gain"][b] = g.energy_total / d.energy_total
-        pe = paper.get("text_energy_gain", {}).get(pt.batch, {}).get(pt.kv)
-        trow["paper_energy_gain_flexgen"] = pe
-        trow["energy_gain_rel"] = _rel(trow["energy_gain"]["flexgen"], pe)
-        text.append(trow)
+        frame.append(_against_baselines(
+            {"kv": pt.kv, "batch": pt.batch, "latency_ms": f.latency * 1e3, "paper_latency_ms": pl,
+             "latency_rel": _rel(f.latency * 1e3, pl), "fps": f.throughput,
+             "paper_fps": (1e3 * pt.batch / pl) if pl else None, "energy_per_frame_j": f.energy_total / pt.batch},
+            f, pt.frame, paper.get("frame_energy_gain", {}).get(pt.batch, {}).get(pt.kv)))
+        text.append(_against_baselines(
+            {"kv": pt.kv, "batch": pt.batch, "tpot_ms": d.latency * 1e3, "tokens_per_s": d.throughput,
+             "energy_per_token_j": d.energy_total / pt.batch},
+            d, pt.decode, paper.get("text_energy_gain", {}).get(pt.batch, {}).get(pt.kv)))
         vl, ve = session_totals(cfg, pt, "vrex")
         gl, ge = session_totals(cfg, pt, "gpu:flexgen")
         ps = paper.get("e2e_speedup", {}).get(pt.kv) if pt.batch == 1 else None
@@ -178,7 +176,7 @@ def render_text(ev: Evaluation, rows: dict | None = None) -> str:
     for r in rows["frame"]:
         prange = paper.get("frame_speedup_flexgen", {}).get(r["batch"])
         sp = "".join(f" {r['speedup'][b]:>11.2f}" for b in BASELINES)
-        L.append(f"{_kv_label(r['kv']):>4} {r['batch']:>2} | {r['latency_ms']:>7.1f} "
+        L.append(f"{kv_label(r['kv']):>4} {r['batch']:>2} | {r['latency_ms']:>7.1f} "
                  f"{_num(r['paper_latency_ms'], '{:.0f}'):>6} {_pct(r['latency_rel']):>5} | {r['fps']:>6.2f} "
                  f"{_num(r['paper_fps'], '{:.2f}'):>5} | {r['energy_per_frame_j']:>7.2f} |{sp} "
                  f"{_range(prange):>9} | {r['energy_gain']['flexgen']:>6.2f} "
@@ -192,7 +190,7 @@ def render_text(ev: Evaluation, rows: dict | None = None) -> str:
         tp = paper.get("tpot_ms_range", {}).get(r["batch"])
         prange = paper.get("text_speedup_flexgen", {}).get(r["batch"])
         sp = "".join(f" {r['speedup'][b]:>11.2f}" for b in BASELINES)
-        L.append(f"{_kv_label(r['kv']):>4} {r['batch']:>2} | {r['tpot_ms']:>7.1f} {_range(tp):>6} | "
+        L.append(f"{kv_label(r['kv']):>4} {r['batch']:>2} | {r['tpot_ms']:>7.1f} {_range(tp):>6} | "
                  f"{r['tokens_per_s']:>6.1f} | {r['energy_per_token_j']:>7.3f} |{sp} {_range(prange):>9} | "
                  f"{r['energy_gain']['flexgen']:>6.2f} {_num(r['paper_energy_gain_flexgen']):>5} "
                  f"{_pct(r['energy_gain_rel']):>5}")
@@ -207,11 +205,11 @@ def render_text(ev: Evaluation, rows: dict | None = None) -> str:
              f"{cfg.model.answer_tokens} answer tokens; paper Fig. 14): end-to-end latency")
     L.append(f"{'KV':>4} {'B':>2} | {'V-Rex s':>8} {'FlexGen s':>9} | {'×':>6} {'paper':>5} {'Δ':>5}")
     for r in rows["session"]:
-        L.append(f"{_kv_label(r['kv']):>4} {r['batch']:>2} | {r['vrex_s']:>8.2f} {r['flexgen_s']:>9.2f} | "
+        L.append(f"{kv_label(r['kv']):>4} {r['batch']:>2} | {r['vrex_s']:>8.2f} {r['flexgen_s']:>9.2f} | "
                  f"{r['speedup']:>6.2f} {_num(r['paper_speedup']):>5} {_pct(r['speedup_rel']):>5}")
     L.append("")
     ab = rows["ablation"]
-    L.append(f"Hardware ablation (paper Fig. 16): frame at {_kv_label(ab[0]['kv'])}, batch 1, vs {ab[0]['label']}")
+    L.append(f"Hardware ablation (paper Fig. 16): frame at {kv_label(ab[0]['kv'])}, batch 1, vs {ab[0]['label']}")
     L.append(f"  {'system':<48} {'ms':>8} {'×':>6} {'paper':>5} {'E×':>6} {'paper':>5} {'pred. exposed':>13} "
              f"{'pred. busy':>10}")
     for r in ab:
@@ -222,7 +220,7 @@ def render_text(ev: Evaluation, rows: dict | None = None) -> str:
              "paper: 48% for AGX + ReSV, 0.5% with the KVPU)")
     L.append("")
     ro = rows["roofline"]
-    L.append(f"Roofline (paper Fig. 18): LLM part of a frame at {_kv_label(ro[0]['kv'])}, batch {ro[0]['batch']}; "
+    L.append(f"Roofline (paper Fig. 18): LLM part of a frame at {kv_label(ro[0]['kv'])}, batch {ro[0]['batch']}; "
              "share = attained / min(peak, intensity × DRAM bandwidth)")
     L.append(f"  {'system':<40} {'Op/B':>6} {'TFLOPS':>7} {'roof':>7} {'share':>6} {'paper':>6}")
     for r in ro:
@@ -233,13 +231,8 @@ def render_text(ev: Evaluation, rows: dict | None = None) -> str:
 
 
 def _versions() -> dict:
-    out = {"python": sys.version.split()[0]}
-    for name in ("vrex", "numpy", "matplotlib", "pyyaml"):
-        try:
-            out[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            out[name] = None
-    return out
+    packages = ("vrex", "numpy", "matplotlib", "pyyaml")
+    return {"python": sys.version.split()[0], **{n: package_version(n) for n in packages}}
 
 
 def to_json(ev: Evaluation, rows: dict | None = None) -> dict:

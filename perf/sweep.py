@@ -20,7 +20,7 @@ from .model import StepResult, System, gpu_system, simulate_step, vrex_system
 from .policies import BASELINES, policies
 from .workload import decode_step, frame_step, question_step, vision_work
 
-__all__ = ["Point", "Evaluation", "evaluate", "session_totals"]
+__all__ = ["Point", "Evaluation", "evaluate", "session_totals", "session_weights"]
 
 
 @dataclass
@@ -32,12 +32,17 @@ class Point:
     decode: dict = field(default_factory=dict)
 
 
+def session_weights(cfg) -> tuple[int, int, int]:
+    """How often a session runs each step: (frames, question steps, answer tokens)."""
+    return cfg.perf.frames_per_session, 1, cfg.model.answer_tokens
+
+
 def session_totals(cfg, point: Point, key: str) -> tuple[float, float]:
     """(latency s, energy J) of one session of the whole batch."""
     f, q, d = point.frame[key], point.question[key], point.decode[key]
-    frames, answers = cfg.perf.frames_per_session, cfg.model.answer_tokens
-    return (frames * f.latency + q.latency + answers * d.latency,
-            frames * f.energy_total + q.energy_total + answers * d.energy_total)
+    frames, questions, answers = session_weights(cfg)
+    return (frames * f.latency + questions * q.latency + answers * d.latency,
+            frames * f.energy_total + questions * q.energy_total + answers * d.energy_total)
 
 
 @dataclass
@@ -50,9 +55,6 @@ class Evaluation:
     dre: DRETiming
     sources: dict
     notes: list
-
-    def point(self, kv: int, batch: int) -> Point:
-        return next(p for p in self.points if p.kv == kv and p.batch == batch)
 
     @property
     def baseline_keys(self) -> list[str]:
@@ -102,13 +104,21 @@ def evaluate(cfg, measured: MeasuredRatios | None = None, figures: DREFigures | 
         "vrex_all": vrex_system(cfg, pols, layout="cluster_contiguous", key="vrex_all",
                                 label=f"{vrex_name} + KVPU + KVMU (cluster-contiguous)"),
     }
-    ablation = [(key, s.label, simulate_step(cfg, s, frame_step(cfg, kv_max, 1), dre))
-                for key, s in ablation_systems.items()]
+    by_point = {(p.kv, p.batch): p for p in points}
+
+    def frame_at_kv_max(key, system, batch):
+        """The frame step at the largest KV size: from the grid when it has the point, else simulated."""
+        pt = by_point.get((kv_max, batch))
+        if pt is not None and key in pt.frame:
+            return pt.frame[key]
+        return simulate_step(cfg, system, frame_step(cfg, kv_max, batch), dre)
+
+    ablation = [(key, s.label, frame_at_kv_max(s.key, s, 1)) for key, s in ablation_systems.items()]
 
     roof_batch = 4 if 4 in cfg.perf.batches else max(cfg.perf.batches)
     roofline = []
     for key in ("vrex", "gpu:flexgen", "gpu:rekv"):
-        r = simulate_step(cfg, systems[key], frame_step(cfg, kv_max, roof_batch), dre)
+        r = frame_at_kv_max(key, systems[key], roof_batch)
         entry = _roofline_entry(cfg, systems[key], r)
         entry.update(kv=kv_max, batch=roof_batch)
         roofline.append(entry)

@@ -35,9 +35,8 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["Transfer", "Link", "read_transfer", "write_transfer", "LAYOUTS"]
+__all__ = ["Transfer", "Link", "read_transfer", "write_transfer"]
 
-LAYOUTS = ("full", "token_scattered", "block_contiguous", "cluster_contiguous")
 Layout = Literal["full", "token_scattered", "block_contiguous", "cluster_contiguous"]
 
 
@@ -73,9 +72,6 @@ class Transfer:
     def __add__(self, other: "Transfer") -> "Transfer":
         return Transfer(self.payload + other.payload, self.moved + other.moved, self.commands + other.commands,
                         self.seconds + other.seconds)
-
-    def scaled(self, k: float) -> "Transfer":
-        return Transfer(self.payload * k, self.moved * k, self.commands * k, self.seconds * k)
 
 
 def _time(link: Link, moved: float, commands: float, write: bool) -> float:

@@ -51,9 +51,6 @@ class Work:
     def __add__(self, other: "Work") -> "Work":
         return Work(*(a + b for a, b in zip(self._values(), other._values())))
 
-    def scaled(self, k: float) -> "Work":
-        return Work(*(a * k for a in self._values()))
-
     def with_kernels(self, kernels: float) -> "Work":
         return dataclasses.replace(self, kernels=kernels)
 

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from vrex.cli import build_parser, main
+from vrex.perf.energy import VREX_PARTS
 
 
 def run(capsys, *argv):
@@ -46,7 +47,7 @@ def test_edge_table_has_the_papers_numbers_beside_ours(tmp_path, capsys):
     assert len(record["points"]) == 10 and set(record["points"][0]["systems"]) == {
         "vrex", "gpu:flexgen", "gpu:infinigen", "gpu:infinigenp", "gpu:rekv"}
     frame = record["points"][0]["systems"]["vrex"]["frame"]
-    assert frame["energy_j"] == pytest.approx(sum(frame["energy_parts_j"].values()))
+    assert frame["energy_j"] > 0 and set(frame["energy_parts_j"]) == set(VREX_PARTS)
     assert not list(tmp_path.glob("*.png"))
 
 

