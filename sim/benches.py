@@ -44,25 +44,25 @@ def job_kind(component: str):
     return getattr(_module(component), "JOB_KIND", None)
 
 
-def trace_jobs(cfg, component: str, trace: str, *, frames=None, seed: int = 0, max_jobs=None):
+def trace_jobs(cfg, component: str, trace: str, *, frames=None, layers=None, seed: int = 0, max_jobs=None,
+               save=None):
     """Recorded block jobs for ``component`` from a trace: a jobs JSON file, or "synthetic" / "video" / a trace
-    file run through a ReSV session (vrex.golden.jobs.record_jobs)."""
+    file run through a ReSV session (vrex.golden.jobs.record_jobs with ``frames``, ``layers``, ``seed`` and
+    ``max_jobs``); ``save``: a jobs JSON file to write a recorded session's HCU and WTU jobs to."""
     from pathlib import Path
+
+    from vrex.golden.jobs import load_jobs, record_jobs, save_jobs
 
     kind = job_kind(component)
     if kind is None:
         raise UsageError(f"component {component!r} takes random stimulus only; --trace applies to components that "
                          "replay recorded block jobs.")
     if trace.endswith(".json") and Path(trace).is_file():
-        from vrex.golden.jobs import load_jobs
-
         hcu, wtu, _ = load_jobs(trace)
         if max_jobs is not None:
             hcu, wtu = hcu[:max_jobs], wtu[:max_jobs]
     else:
-        try:
-            from vrex.golden.jobs import record_jobs
-        except ImportError:
-            raise UsageError("trace-driven stimulus needs the golden model's vrex.golden.jobs.record_jobs") from None
-        hcu, wtu = record_jobs(cfg, trace, frames=frames, seed=seed, max_jobs=max_jobs)
+        hcu, wtu = record_jobs(cfg, trace, frames=frames, layers=layers, seed=seed, max_jobs=max_jobs)
+        if save is not None:
+            save_jobs(save, hcu, wtu, {"trace": trace, "layers": layers, "frames": frames, "config": cfg.hash()})
     return {"hcu": hcu, "wtu": wtu, "both": (hcu, wtu)}[kind]

@@ -23,8 +23,8 @@ __all__ = ["StimulusRun", "record_activity"]
 
 
 class StimulusRun:
-    def __init__(self, saif: Path, stimulus: dict, cycles: int, transactions: int):
-        self.saif, self.stimulus, self.cycles, self.transactions = saif, stimulus, cycles, transactions
+    def __init__(self, saif: Path, stimulus: dict, cycles: int):
+        self.saif, self.stimulus, self.cycles = saif, stimulus, cycles
 
 
 # The recorded session for power stimulus: three layers (first, middle, last), enough frames to fill the resident
@@ -37,39 +37,35 @@ def _jobs(cfg, component: str, kind: str):
     """Recorded jobs for ``component`` from a ``kind`` session, or ``(None, reason)``."""
     import math
 
-    from vrex.golden.jobs import load_jobs, save_jobs
     from vrex.paths import build_dir
-    from vrex.sim.benches import job_kind
+    from vrex.sim.benches import job_kind, trace_jobs
 
     if kind == "random":
         return None, "technology.activity_stimulus is random"
-    if job_kind(component) is None:
+    wanted = job_kind(component)
+    if wanted is None:
         return None, f"the {component} bench takes random stimulus only (no recorded block jobs)"
     cache = build_dir("figures", "jobs") / f"{cfg.hash()}-{kind}.json"
     if cache.is_file():
-        hcu, wtu, _ = load_jobs(cache)
+        jobs = trace_jobs(cfg, component, str(cache))
     else:
         layers = sorted({0, cfg.model.layers // 2, cfg.model.layers - 1})
         frames = math.ceil(cfg.resv.recent_window_tokens / cfg.model.tokens_per_frame) + 8
         try:
-            from vrex.golden.jobs import record_jobs
-
-            hcu, wtu = record_jobs(cfg, kind, layers=layers, frames=frames, seed=0, max_jobs=ACTIVITY_MAX_JOBS)
+            jobs = trace_jobs(cfg, component, kind, frames=frames, layers=layers, seed=0,
+                              max_jobs=ACTIVITY_MAX_JOBS, save=cache)
         except Exception as e:   # a trace that cannot be recorded here (e.g. no video decoder): fall back, say why
             return None, f"recording a {kind} session failed: {type(e).__name__}: {e}"
-        save_jobs(cache, hcu, wtu, {"trace": kind, "layers": layers, "frames": frames, "config": cfg.hash()})
-    jobs = {"hcu": hcu, "wtu": wtu, "both": (hcu, wtu)}[job_kind(component)]
-    if not (hcu if job_kind(component) == "hcu" else wtu):
-        return None, f"the {kind} session produced no {job_kind(component).upper()} jobs"
+    if not (jobs[1] if wanted == "both" else jobs):
+        return None, f"the {kind} session produced no {wanted.upper()} jobs"
     return jobs, ""
 
 
 def record_activity(component: str, cfg, emitted, work: Path, *, transactions: int, seed: int = 1,
-                    p_valid: float = 1.0, p_ready: float = 1.0, stimulus: str | None = None,
-                    max_cycles: int | None = None) -> StimulusRun:
+                    p_valid: float = 1.0, p_ready: float = 1.0, stimulus: str | None = None) -> StimulusRun:
     """Simulate ``transactions`` inputs on Verilator with SAIF tracing; returns the SAIF and what was run.
 
-    The run stops after ``max_cycles`` (``technology.activity_max_cycles``) even if the stimulus is longer; the
+    The run stops after ``technology.activity_max_cycles`` cycles even if the stimulus is longer; the
     outputs observed until then must still match the golden model (only missing ones are allowed).
     """
     from vrex.sim.benches import bench_for
@@ -78,16 +74,13 @@ def record_activity(component: str, cfg, emitted, work: Path, *, transactions: i
     make = bench_for(component)
     kind = stimulus or cfg.technology.activity_stimulus
     jobs, why = _jobs(cfg, component, kind)
-    bench, used = None, {"kind": "random", "requested": kind, "reason": why}
     if jobs is not None:
-        try:
-            bench = make(cfg, n=transactions, seed=seed, p_valid=p_valid, p_ready=p_ready, jobs=jobs)
-            used = {"kind": f"trace:{kind}", "requested": kind, "reason": ""}
-        except (ValueError, TypeError) as e:
-            used["reason"] = f"the {component} bench takes no recorded jobs ({e})"
-    if bench is None:
+        bench = make(cfg, n=transactions, seed=seed, p_valid=p_valid, p_ready=p_ready, jobs=jobs)
+        used = {"kind": f"trace:{kind}", "requested": kind, "reason": ""}
+    else:
         bench = make(cfg, n=transactions, seed=seed, p_valid=p_valid, p_ready=p_ready)
-    cap = int(max_cycles or cfg.technology.activity_max_cycles)
+        used = {"kind": "random", "requested": kind, "reason": why}
+    cap = int(cfg.technology.activity_max_cycles)
     truncated = bench.cycle_budget() > cap
     if truncated:
         bench.max_cycles = cap
@@ -109,6 +102,5 @@ def record_activity(component: str, cfg, emitted, work: Path, *, transactions: i
     if not saif.is_file():
         raise VrexError(f"Verilator wrote no SAIF file for {component} (expected {saif}); Verilator >= 5.042 is "
                         "needed for --trace-saif")
-    n_in = sum(len(c) for k, c in result.handshake_cycles.items() if k.startswith("in:"))
-    used["transactions_run"] = n_in
-    return StimulusRun(saif, used, result.cycles, n_in)
+    used["transactions_run"] = sum(len(c) for k, c in result.handshake_cycles.items() if k.startswith("in:"))
+    return StimulusRun(saif, used, result.cycles)

@@ -32,6 +32,8 @@ def _cmd_verilog(args) -> int:
 
 
 def _print_library_figures(r) -> None:
+    from .report import fmt_value
+
     lib = r.get("liberty")
     if not lib:
         print(f"  library figures    none ({r['missing'].get('liberty', 'no library')})")
@@ -59,13 +61,10 @@ def _print_library_figures(r) -> None:
             print(f"  {label:<18} none ({r['missing'][key]})")
     s = r.get("scaled")
     if s:
-        print(f"  scaled             {s['area_mm2']:.5f} mm², {_fmt(s['power_mw'])} mW, fmax {_fmt(s['fmax_mhz'])} MHz"
+        power, fmax = fmt_value(s["power_mw"], none="n/a"), fmt_value(s["fmax_mhz"], none="n/a")
+        print(f"  scaled             {s['area_mm2']:.5f} mm², {power} mW, fmax {fmax} MHz"
               f" at {s['node_nm']:g} nm / {s['voltage']:g} V / {s['clock_mhz']:g} MHz")
         print(f"  scaling method     {s['method']}")
-
-
-def _fmt(v):
-    return "n/a" if v is None else f"{v:.4g}"
 
 
 def _cmd_synth(args) -> int:

@@ -70,6 +70,15 @@ def _memory_power(memories, rates_for, clock_mhz: float) -> tuple[float, list]:
     return total, detail
 
 
+def _add_memory_power(power: dict, memories, rates_for, clock_mhz: float, source: str, **extra) -> dict:
+    """``power`` (OpenSTA's figures, mW) with the SRAM macros' power added to internal and total, the macro detail,
+    ``activity_source`` and ``extra``."""
+    mem_mw, mem_detail = _memory_power(memories, rates_for, clock_mhz)
+    power.update({"internal": power["internal"] + mem_mw, "total": power["total"] + mem_mw, "memory": mem_mw,
+                  "memory_detail": mem_detail, "activity_source": source, **extra})
+    return power
+
+
 def component_figures(name: str, cfg, *, liberty: str | None = None, clock_mhz: float | None = None,
                       require_library: bool = False, activity: bool = True, transactions: int | None = None,
                       stimulus: str | None = None, p_valid: float = 1.0, p_ready: float = 1.0,
@@ -145,11 +154,7 @@ def component_figures(name: str, cfg, *, liberty: str | None = None, clock_mhz: 
 def _cycles(name: str, cfg, missing: dict):
     from vrex.sim.benches import cycles_for
 
-    try:
-        fn = cycles_for(name)
-    except VrexError as e:
-        missing["cycles"] = str(e)
-        return None
+    fn = cycles_for(name)
     if fn is None:
         missing["cycles"] = f"the {name} bench has no measure_cycles(cfg)"
         return None
@@ -183,11 +188,9 @@ def _library_figures(record, name, cfg, emitted, lib, clock, folder, missing, *,
     else:
         record["timing"] = run_timing(mapped, lib, clock, tech)
         default = run_power(mapped, lib, clock, tech, default_activity=tech.default_activity)
-        mem_mw, mem_detail = _memory_power(mapped.memories, lambda n: (0.5, "default duty 0.5"), clock)
-        default.update({"internal": default["internal"] + mem_mw, "total": default["total"] + mem_mw,
-                        "memory": mem_mw, "memory_detail": mem_detail, "activity_source": "default",
-                        "activity": tech.default_activity})
-        record["power_default_activity_mw"] = default
+        record["power_default_activity_mw"] = _add_memory_power(
+            default, mapped.memories, lambda n: (0.5, "default duty 0.5"), clock, "default",
+            activity=tech.default_activity)
         if not activity:
             missing["power_mw"] = "activity run disabled (--no-activity)"
         elif not verilator_ok:
@@ -202,13 +205,9 @@ def _library_figures(record, name, cfg, emitted, lib, clock, folder, missing, *,
                 text = mapped.netlist.read_text()
                 tcl, coverage = activity_tcl(saif, text, flop_state_nets(text, lib))
                 power = run_power(mapped, lib, clock, tech, activity_tcl=tcl, tag="saif")
-
-                mem_mw, mem_detail = _memory_power(mapped.memories, _saif_rates(saif, mapped.memories, emitted.top),
-                                                   clock)
-                power.update({"internal": power["internal"] + mem_mw, "total": power["total"] + mem_mw,
-                              "memory": mem_mw, "memory_detail": mem_detail, "activity_source": "saif",
-                              "stimulus": run.stimulus, "coverage": coverage, "sim_cycles": run.cycles})
-                record["power_mw"] = power
+                record["power_mw"] = _add_memory_power(
+                    power, mapped.memories, _saif_rates(saif, mapped.memories, emitted.top), clock, "saif",
+                    stimulus=run.stimulus, coverage=coverage, sim_cycles=run.cycles)
             except VrexError as e:
                 missing["power_mw"] = f"activity run failed: {e}"
     record["scaled"] = _scaled(record, lib, clock, tech, missing)

@@ -6,7 +6,7 @@ import hashlib
 import json
 import re
 
-from .memories import find_memories, macro_verilog, replace_memories
+from .memories import find_memories, swap_srams
 from .yosys import STRUCTURAL_CHECK, read_stat, run_yosys
 
 __all__ = ["generic_figures", "structural_check", "LIGHT_ABC"]
@@ -84,12 +84,7 @@ tee -q -o generic_cmos.json stat -json -tech cmos
     run_yosys(coarse, d, "generic_coarse")
     design = json.loads((d / "generic_coarse.json").read_text())
     srams = [m for m in find_memories(design, mode, min_bits) if m.kind == "sram"]
-    source, read_macros = "generic_coarse.json", ""
-    if srams:
-        replace_memories(design, srams)
-        (d / "generic_coarse_sram.json").write_text(json.dumps(design))
-        (d / "generic_macros.v").write_text(macro_verilog(srams))
-        source, read_macros = "generic_coarse_sram.json", "read_verilog -lib generic_macros.v\n"
+    source, read_macros = swap_srams(design, srams, d, prefix="generic_")
     run_yosys(f"{read_macros}read_json {source}\n{fine}", d, "generic")
     stat, cmos = read_stat(d / "generic_stat.json"), read_stat(d / "generic_cmos.json")
     macros = {m.macro for m in srams}

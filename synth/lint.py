@@ -19,7 +19,6 @@ WAIVER_FILE = Path(__file__).with_name("verilator_waivers.vlt")
 class LintResult:
     warnings: tuple[str, ...]   # one line per warning/error that is not waived
     log: Path
-    waived_aliases: int = 0     # UNUSEDSIGNAL warnings on submodule port aliases (see _submodule_port_aliases)
 
     @property
     def clean(self) -> bool:
@@ -38,7 +37,7 @@ def verilator_lint(emitted) -> LintResult:
     if proc.returncode and not found:
         raise ToolFailedError(f"verilator lint crashed on {emitted.verilog} (log: {log})")
     kept = _drop_submodule_port_aliases(found, emitted.verilog.read_text())
-    return LintResult(tuple(kept), log, len(found) - len(kept))
+    return LintResult(tuple(kept), log)
 
 
 _MODULE = re.compile(r"^module\s+(\\?\S+)\s*\(([^)]*)\)", re.M)

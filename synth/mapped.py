@@ -15,6 +15,10 @@ Two Yosys runs, both in one folder per (component, config, library, clock) so th
 ``stat -liberty`` per module gives the area of each hierarchy level; the breakdown lists every instance path
 with its own cells (macros listed separately), and the sum equals the total. The netlist for OpenSTA is the
 flattened mapped design.
+
+Each Yosys run leaves a stamp (hash of the Yosys version, its script and its input files); a call whose script and
+inputs match the stamp reuses the run's outputs, so mapping the same design, library and clock again (e.g. for
+another SAIF run) only re-reads the files.
 """
 
 from __future__ import annotations
@@ -26,8 +30,8 @@ from pathlib import Path
 
 from vrex.errors import ToolFailedError
 
-from .memories import MemoryInfo, find_memories, macro_liberty, macro_verilog, replace_memories
-from .yosys import read_stat, run_yosys
+from .memories import MemoryInfo, find_memories, macro_liberty, swap_srams
+from .yosys import read_stat, run_yosys_once
 
 __all__ = ["MappedDesign", "map_design"]
 
@@ -45,11 +49,6 @@ class MappedDesign:
     sequential_area_um2: float
     memories: list[MemoryInfo] = field(default_factory=list)
     macro_lib: Path | None = None
-
-
-def _abc_flags(lib) -> str:
-    flags = " ".join(f"-liberty {f.name}" for f in lib.files)
-    return flags + "".join(f" -dont_use {p}" for p in lib.dont_use)
 
 
 def _abc_script(effort: str, period_ps: float) -> str:
@@ -79,39 +78,35 @@ def map_design(emitted, lib, cfg, work: Path, *, clock_mhz: float, sram_model=No
     lib.copy_into(work)
     (work / emitted.verilog.name).write_text(emitted.verilog.read_text())
     top = emitted.top
-    run_yosys(f"""\
+    run_yosys_once(f"""\
 read_verilog -sv {emitted.verilog.name}
 hierarchy -check -top {top}
 synth -top {top} -run :fine
 opt_expr -mux_bool -mux_undef
 opt_clean
 write_json coarse.json
-""", work, "coarse")
+""", work, "coarse", [emitted.verilog.name], ["coarse.json"])
     design = json.loads((work / "coarse.json").read_text())
     tech = cfg.technology
-    memories = find_memories(design, tech.memories, getattr(tech, "sram_min_bits", 0))
+    memories = find_memories(design, tech.memories, tech.sram_min_bits)
     srams = [m for m in memories if m.kind == "sram"]
+    if srams and sram_model is None:
+        raise ToolFailedError("internal: SRAM memories found but no SRAM model was given")
+    for m in srams:
+        m.attach_model(sram_model, lib)
+    source, read_macros = swap_srams(design, srams, work)
     macro_lib = None
-    read_macros = ""
     if srams:
-        if sram_model is None:
-            raise ToolFailedError("internal: SRAM memories found but no SRAM model was given")
-        for m in srams:
-            m.attach_model(sram_model, lib)
-        replace_memories(design, srams)
-        (work / "coarse_sram.json").write_text(json.dumps(design))
-        (work / "macros.v").write_text(macro_verilog(srams))
         macro_lib = work / "macros.lib"
         macro_lib.write_text(macro_liberty(srams, lib))
-        read_macros = "read_verilog -lib macros.v\n"
-    source = "coarse_sram.json" if srams else "coarse.json"
     period_ps = 1e6 / clock_mhz
     cap = tech.output_load_pf / lib.cap_unit_pf
     (work / "abc.constr").write_text(f"set_driving_cell {lib.drive_cell}\nset_load {cap:g}\n")
     seq = " ".join(f"-liberty {f.name}" for f in lib.seq_files)
+    libs = " ".join(f"-liberty {f.name}" for f in lib.files)
     dont = "".join(f" -dont_use {p}" for p in lib.dont_use)
-    stat_libs = " ".join(f"-liberty {f.name}" for f in lib.files) + (" -liberty macros.lib" if srams else "")
-    run_yosys(f"""\
+    stat_libs = libs + (" -liberty macros.lib" if srams else "")
+    run_yosys_once(f"""\
 {read_macros}read_json {source}
 hierarchy -check -top {top}
 opt -fast -full
@@ -120,14 +115,15 @@ opt -full
 techmap
 opt -fast
 {"" if tech.synth_effort == "fast" else "abc" + chr(10) + "opt -fast" + chr(10)}dfflibmap {seq}{dont}
-abc {_abc_flags(lib)} -constr abc.constr -D {period_ps:.0f}{_abc_script(tech.synth_effort, period_ps)}
+abc {libs}{dont} -constr abc.constr -D {period_ps:.0f}{_abc_script(tech.synth_effort, period_ps)}
 opt_clean
 tee -q -o mapped_stat.json stat -json -top {top} {stat_libs}
 write_json mapped.json
 flatten
 opt_clean
 write_verilog -noattr -noexpr -nohex -nodec -simple-lhs netlist.v
-""", work, "map")
+""", work, "map", [source, "abc.constr", *(f.name for f in lib.files), *(["macros.v", "macros.lib"] if srams else [])],
+              ["mapped_stat.json", "mapped.json", "netlist.v"])
     stats = json.loads((work / "mapped_stat.json").read_text())
     modules = {_module_name(k): v for k, v in stats["modules"].items()}
     mapped = json.loads((work / "mapped.json").read_text())["modules"]

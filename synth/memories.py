@@ -17,11 +17,13 @@ time) and setup of address / data / enables, so paths into and out of the memory
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from .scaling import area_factor, delay_factor, energy_factor
 
-__all__ = ["MemoryInfo", "find_memories", "replace_memories", "macro_verilog", "macro_liberty"]
+__all__ = ["MemoryInfo", "find_memories", "replace_memories", "macro_verilog", "macro_liberty", "swap_srams"]
 
 
 @dataclass
@@ -155,6 +157,21 @@ def macro_verilog(srams: list[MemoryInfo]) -> str:
         decl = [f"  {'output' if p == 'RD_DATA' else 'input'} [{m._widths[p] - 1}:0] {p};" for p in ports]
         out.append(f"(* blackbox *)\nmodule {m.macro}({', '.join(ports)});\n" + "\n".join(decl) + "\nendmodule\n")
     return "\n".join(out)
+
+
+def swap_srams(design: dict, srams: list[MemoryInfo], folder: Path, prefix: str = "") -> tuple[str, str]:
+    """Put the SRAM macros into the coarse design ``{prefix}coarse.json`` of ``folder``.
+
+    With SRAMs, their ``$mem_v2`` cells become macro instances in ``{prefix}coarse_sram.json`` and the macros'
+    blackboxes go to ``{prefix}macros.v``. Returns the JSON file for Yosys to read and the Yosys line that reads
+    the blackboxes (empty without SRAMs).
+    """
+    if not srams:
+        return f"{prefix}coarse.json", ""
+    replace_memories(design, srams)
+    (folder / f"{prefix}coarse_sram.json").write_text(json.dumps(design))
+    (folder / f"{prefix}macros.v").write_text(macro_verilog(srams))
+    return f"{prefix}coarse_sram.json", f"read_verilog -lib {prefix}macros.v\n"
 
 
 def macro_liberty(srams: list[MemoryInfo], lib) -> str:

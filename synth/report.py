@@ -21,7 +21,7 @@ from .paper import CORE_TOTAL, DRE_MEMORY_KB, PAPER_BLOCKS, PAPER_NODE, TABLE_II
 from .parallel import run_jobs
 from .verilog import emit
 
-__all__ = ["write_report", "collect_figures", "render_report"]
+__all__ = ["write_report", "collect_figures", "render_report", "flat_numbers", "fmt_value"]
 
 
 def collect_figures(cfg, *, workers: int = 2, liberty=None, clock_mhz=None, transactions=None, activity=True,
@@ -56,7 +56,8 @@ def collect_figures(cfg, *, workers: int = 2, liberty=None, clock_mhz=None, tran
     return {"meta": meta, "components": components}
 
 
-def _f(v, fmt="{:.4g}", none="—"):
+def fmt_value(v, fmt="{:.4g}", none="—") -> str:
+    """A figure for the text: ``fmt`` applied to ``v``, ``none`` when it is missing."""
     return none if v is None else fmt.format(v)
 
 
@@ -105,11 +106,13 @@ def _paper_rows(components):
     return rows
 
 
-def _flatten(d, prefix=""):
+def flat_numbers(d, prefix="") -> dict:
+    """The numbers of a nested dict under dotted keys (``{"a": {"b": 1}}`` -> ``{"a.b": 1}``); booleans and
+    non-numbers are left out."""
     out = {}
     for k, v in (d or {}).items():
         if isinstance(v, dict):
-            out.update(_flatten(v, f"{prefix}{k}."))
+            out.update(flat_numbers(v, f"{prefix}{k}."))
         elif isinstance(v, (int, float)) and not isinstance(v, bool):
             out[prefix + k] = v
     return out
@@ -146,13 +149,14 @@ def render_report(data: dict, out: Path) -> Path:
           "", "| block | paper area mm² | vrex area mm² | paper power mW | vrex power mW | vrex fmax MHz (scaled) "
           "| memory KB | status |", "|---|---:|---:|---:|---:|---:|---:|---|"]
     for block, pa, pp, a, p, fmax, status, mem in rows:
-        L.append(f"| {block} | {pa:.3g} | {_f(a)} | {pp:.4g} | {_f(p)} | {_f(fmax, '{:.0f}')} | "
-                 f"{_f(mem, '{:.3f}')} | {status} |")
+        L.append(f"| {block} | {pa:.3g} | {fmt_value(a)} | {pp:.4g} | {fmt_value(p)} | {fmt_value(fmax, '{:.0f}')} | "
+                 f"{fmt_value(mem, '{:.3f}')} | {status} |")
     others = [n for n in comps if n not in PAPER_BLOCKS.values()]
     if others:
         L += ["", "Other components (not rows of Table III), scaled the same way: " + "; ".join(
-            f"`{n}` ({comps[n]['description']}): {_f(_scaled(comps[n], 'area_mm2'))} mm², "
-            f"{_f(_scaled(comps[n], 'power_mw'))} mW, fmax {_f(_scaled(comps[n], 'fmax_mhz'), '{:.0f}')} MHz"
+            f"`{n}` ({comps[n]['description']}): {fmt_value(_scaled(comps[n], 'area_mm2'))} mm², "
+            f"{fmt_value(_scaled(comps[n], 'power_mw'))} mW, "
+            f"fmax {fmt_value(_scaled(comps[n], 'fmax_mhz'), '{:.0f}')} MHz"
             for n in others) + "."]
     L += ["", f"Paper DRE memory: {DRE_MEMORY_KB} KB (128 B + 4 KB + 8 KB + 8 KB). Paper core: "
           f"{CORE_TOTAL[0]} mm², {CORE_TOTAL[1]} mW.", ""]
@@ -160,8 +164,8 @@ def render_report(data: dict, out: Path) -> Path:
     if len(shares) == 2:
         (b1, a1, p1), (b2, a2, p2) = shares
         L += [f"Ratios (independent of absolute scaling): {b2}/{b1} area vrex {a2 / a1:.2f}× vs paper "
-              f"{TABLE_III[b2][0] / TABLE_III[b1][0]:.2f}×; power vrex {_f(p2 / p1 if p1 else None)}× vs paper "
-              f"{TABLE_III[b2][2] / TABLE_III[b1][2]:.2f}×.", ""]
+              f"{TABLE_III[b2][0] / TABLE_III[b1][0]:.2f}×; power vrex {fmt_value(p2 / p1 if p1 else None)}× "
+              f"vs paper {TABLE_III[b2][2] / TABLE_III[b1][2]:.2f}×.", ""]
     plots = []
     if any(r[3] is not None for r in rows):
         plots.append(bar_vs_paper([(r[0].split()[0], r[3], r[1]) for r in rows], "area (mm²)",
@@ -178,10 +182,12 @@ def render_report(data: dict, out: Path) -> Path:
         p, pd = r.get("power_mw") or {}, r.get("power_default_activity_mw") or {}
         mems = ", ".join(f"{m['words']}×{m['bits']} {m['kind']}" for m in r.get("memories", [])) or "none"
         lint = {True: "clean", False: "WARNINGS", None: "—"}[r.get("lint_clean")]
-        L.append(f"| {name} | {g['cells']} | {g['transistors']} | {g['logic_depth']} | {_f(r.get('area_um2'), '{:.1f}')}"
-                 f" | {mems} | {_f(t.get('critical_path_ns'), '{:.3f}')} | {_f(t.get('fmax_mhz'), '{:.0f}')} | "
-                 f"{_f(t.get('slack_ns'), '{:.3f}')} | {_f(p.get('total'))} | {_f(pd.get('total'))} | "
-                 f"{_f(_scaled(r, 'area_mm2'))} | {_f(_scaled(r, 'power_mw'))} | {lint} |")
+        L.append(f"| {name} | {g['cells']} | {g['transistors']} | {g['logic_depth']} "
+                 f"| {fmt_value(r.get('area_um2'), '{:.1f}')} | {mems} "
+                 f"| {fmt_value(t.get('critical_path_ns'), '{:.3f}')} | {fmt_value(t.get('fmax_mhz'), '{:.0f}')} "
+                 f"| {fmt_value(t.get('slack_ns'), '{:.3f}')} | {fmt_value(p.get('total'))} "
+                 f"| {fmt_value(pd.get('total'))} | {fmt_value(_scaled(r, 'area_mm2'))} "
+                 f"| {fmt_value(_scaled(r, 'power_mw'))} | {lint} |")
     L.append("")
     for name, r in comps.items():
         if r.get("missing"):
@@ -223,7 +229,7 @@ def render_report(data: dict, out: Path) -> Path:
     L += ["## Cycles from simulation", ""]
     series = {}
     for name, r in comps.items():
-        flat = _flatten(r.get("cycles"))
+        flat = flat_numbers(r.get("cycles"))
         if not flat:
             L.append(f"- `{name}`: {r.get('missing', {}).get('cycles', 'no cycle figures')}")
             continue

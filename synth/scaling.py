@@ -93,16 +93,22 @@ def _poly(coeffs, v):
     return sum(c * v ** (len(coeffs) - 1 - i) for i, c in enumerate(coeffs))
 
 
+def _factor(fit: int, src_nm, src_v, dst_nm, dst_v, flavour) -> float:
+    """Ratio of the ``fit``-th polynomial of :data:`_POLY` (0 delay, 1 energy, 2 power) at the destination to the
+    source."""
+    return _poly(_POLY[_key(dst_nm, flavour)][fit], dst_v) / _poly(_POLY[_key(src_nm, flavour)][fit], src_v)
+
+
 def delay_factor(src_nm, src_v, dst_nm, dst_v, flavour="HP") -> float:
-    return _poly(_POLY[_key(dst_nm, flavour)][0], dst_v) / _poly(_POLY[_key(src_nm, flavour)][0], src_v)
+    return _factor(0, src_nm, src_v, dst_nm, dst_v, flavour)
 
 
 def energy_factor(src_nm, src_v, dst_nm, dst_v, flavour="HP") -> float:
-    return _poly(_POLY[_key(dst_nm, flavour)][1], dst_v) / _poly(_POLY[_key(src_nm, flavour)][1], src_v)
+    return _factor(1, src_nm, src_v, dst_nm, dst_v, flavour)
 
 
 def power_factor(src_nm, src_v, dst_nm, dst_v, flavour="HP") -> float:
-    return _poly(_POLY[_key(dst_nm, flavour)][2], dst_v) / _poly(_POLY[_key(src_nm, flavour)][2], src_v)
+    return _factor(2, src_nm, src_v, dst_nm, dst_v, flavour)
 
 
 @dataclass(frozen=True)

@@ -19,15 +19,7 @@ from pathlib import Path
 from vrex.errors import ToolFailedError
 from vrex.tools import find
 
-__all__ = ["sta_available", "run_timing", "run_power", "sta_version"]
-
-
-def sta_available() -> bool:
-    return find("sta").found
-
-
-def sta_version() -> str | None:
-    return find("sta").version
+__all__ = ["run_timing", "run_power"]
 
 
 def _header(mapped, lib, clock_mhz: float, tech) -> str:

@@ -41,6 +41,7 @@ from vrex.paths import build_dir, git_revision, safe_name
 
 from .figures import figure_tools
 from .parallel import run_jobs
+from .report import flat_numbers
 
 __all__ = ["SweepSpec", "SweepResult", "load_spec", "expand", "run_sweep", "row_of"]
 
@@ -133,16 +134,6 @@ def _renamed(cfg, name):
     return dataclasses.replace(cfg, name=name)
 
 
-def _flat(d, prefix=""):
-    out = {}
-    for k, v in (d or {}).items():
-        if isinstance(v, dict):
-            out.update(_flat(v, f"{prefix}{k}."))
-        elif isinstance(v, (int, float)) and not isinstance(v, bool):
-            out[prefix + k] = v
-    return out
-
-
 def row_of(name: str, values: dict, component: str, r: dict | None, error: str | None) -> dict:
     """One CSV/JSON row: point, config hash, parameters, area, fmax, power and cycles."""
     row = {"point": name, "component": component, "config_hash": r["config_hash"] if r else None, **values}
@@ -153,7 +144,7 @@ def row_of(name: str, values: dict, component: str, r: dict | None, error: str |
                 "power_mw": p.get("total"), "power_default_mw": pd.get("total"),
                 "scaled_area_mm2": s.get("area_mm2"), "scaled_power_mw": s.get("power_mw"),
                 "scaled_fmax_mhz": s.get("fmax_mhz")})
-    row.update({f"cycles.{k}": v for k, v in _flat((r or {}).get("cycles")).items()})
+    row.update({f"cycles.{k}": v for k, v in flat_numbers((r or {}).get("cycles")).items()})
     row["status"] = "ok" if r and not error else f"failed: {error}"
     if r and r.get("missing"):
         row["missing"] = "; ".join(f"{k}: {v}" for k, v in r["missing"].items())

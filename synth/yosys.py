@@ -7,6 +7,7 @@ output folder as working directory and names files relative to it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 from pathlib import Path
@@ -14,7 +15,7 @@ from pathlib import Path
 from vrex.errors import ToolFailedError
 from vrex.tools import require
 
-__all__ = ["run_yosys", "read_stat", "STRUCTURAL_CHECK"]
+__all__ = ["run_yosys", "run_yosys_once", "read_stat", "STRUCTURAL_CHECK"]
 
 # No latches and no combinational loops / undriven or multiply-driven nets (`check -assert`).
 STRUCTURAL_CHECK = """\
@@ -39,6 +40,20 @@ def run_yosys(script: str, cwd: Path, name: str, timeout: float = 1800) -> Path:
         tail = (log.read_text() if log.is_file() else proc.stderr or proc.stdout).strip().splitlines()[-8:]
         raise ToolFailedError(f"yosys failed on {cwd / name}.ys (log: {log}):\n  " + "\n  ".join(tail))
     return log
+
+
+def run_yosys_once(script: str, work: Path, name: str, inputs: list[str], outputs: list[str]) -> None:
+    """``run_yosys`` unless ``<name>.stamp`` in ``work`` records this Yosys, script and input files, and the
+    outputs are there."""
+    h = hashlib.sha256(f"{require('yosys').version}\n{script}".encode())
+    for f in inputs:
+        h.update((work / f).read_bytes())
+    stamp = work / f"{name}.stamp"
+    if stamp.is_file() and stamp.read_text() == h.hexdigest() and all((work / f).is_file() for f in outputs):
+        return
+    stamp.unlink(missing_ok=True)
+    run_yosys(script, work, name)
+    stamp.write_text(h.hexdigest())
 
 
 def read_stat(path: Path) -> dict:

@@ -7,14 +7,24 @@ from vrex.tools import setup_environment
 
 setup_environment()
 
+needs_pdk = pytest.mark.skipif(not os.environ.get("VREX_PDK_DIR"),
+                               reason="VREX_PDK_DIR is not set: library figures need the Liberty folder")
+
 
 def pytest_configure(config):
     """A VREX_PDK_DIR that is set but wrong stops the run with one message (unset, the library tests skip)."""
+    from vrex.synth.liberty import KNOWN_LIBRARIES
+
     pdk = os.environ.get("VREX_PDK_DIR")
-    if pdk and not (os.path.isdir(pdk) and any(n.startswith("sky130_fd_sc_hd__") for n in os.listdir(pdk))):
+    if not pdk:
+        return
+    names = set(os.listdir(pdk)) if os.path.isdir(pdk) else set()
+    missing = [f for f in KNOWN_LIBRARIES["sky130"].files if f not in names and f + ".gz" not in names]
+    if missing:
         raise pytest.UsageError(
-            f"VREX_PDK_DIR={pdk} is not a Liberty folder (it should hold sky130_fd_sc_hd__tt_025C_1v80.lib.gz and "
-            "the ASAP7 libraries); point it at the folder, or unset it to skip the library-based tests")
+            f"VREX_PDK_DIR={pdk} is not the Liberty folder the tests need: it has no {', '.join(missing)} (nor .gz). "
+            "Point it at the folder that holds the sky130 and ASAP7 libraries, or unset it to skip the "
+            "library-based tests")
 
 
 def config_error(tmp_path, text):

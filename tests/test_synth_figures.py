@@ -1,10 +1,9 @@
 """Library figures on the tiny config with sky130 from $VREX_PDK_DIR: area, hierarchy, memories, timing, power."""
 
-import os
-
 import pytest
 
 import figures_parts
+from conftest import needs_pdk
 from vrex.config import load_config
 from vrex.hdl import registry
 from vrex.sim import benches
@@ -14,10 +13,9 @@ from vrex.synth.liberty import resolve_library
 from vrex.synth.mapped import map_design
 from vrex.synth.sta import run_power, run_timing
 from vrex.synth.verilog import emit
+from vrex.paths import build_dir
 from vrex.tools import find
 
-needs_pdk = pytest.mark.skipif(not os.environ.get("VREX_PDK_DIR"),
-                               reason="VREX_PDK_DIR is not set: library figures need the Liberty folder")
 needs_sta = pytest.mark.skipif(not find("sta").found, reason="OpenSTA (apt-get install opensta) is not installed")
 pytestmark = [needs_pdk, needs_sta]
 
@@ -91,42 +89,53 @@ def test_activity_run_is_cut_at_the_cycle_cap():
     assert 100 < p["stimulus"]["transactions_run"] < TXN and p["total"] > 0
 
 
-def test_default_activity_power_grows_with_activity(work_dir):
+@pytest.fixture(scope="module")
+def sky130_lanes():
+    """hamming_lanes on TINY mapped once onto sky130 at 100 MHz: ``(library, MappedDesign)``; the tests that use
+    it keep their OpenSTA outputs apart with run_power tags."""
     lib = resolve_library("sky130")
-    e = emit("hamming_lanes", TINY)
-    m = map_design(e, lib, TINY, work_dir, clock_mhz=100)
+    return lib, map_design(emit("hamming_lanes", TINY), lib, TINY, build_dir("tests", "mapped-hamming_lanes-sky130"),
+                           clock_mhz=100)
+
+
+def test_mapping_again_reuses_the_yosys_runs(sky130_lanes, monkeypatch):
+    lib, m = sky130_lanes
+    monkeypatch.setattr("vrex.synth.yosys.run_yosys", lambda *a, **k: pytest.fail("Yosys ran for the same mapping"))
+    again = map_design(emit("hamming_lanes", TINY), lib, TINY, m.directory, clock_mhz=100)
+    assert (again.area_um2, again.area_breakdown, again.cell_types) == (m.area_um2, m.area_breakdown, m.cell_types)
+
+
+def test_default_activity_power_grows_with_activity(sky130_lanes):
+    lib, m = sky130_lanes
     low, high = (run_power(m, lib, 100, TINY.technology, default_activity=a, tag=str(a)) for a in (0.05, 0.2))
     assert high["switching"] > 3 * low["switching"] and high["total"] > low["total"]
     assert high["leakage"] == pytest.approx(low["leakage"])
 
 
-def test_saif_annotation_units_match_the_default_activity(work_dir):
+class _UniformActivity:
+    """Stands in for a SAIF in which every net has activity 0.1 and duty 0.5."""
+
+    cycles = 1
+
+    def activity(self, name):
+        return 0.1, 0.5
+
+
+def test_saif_annotation_units_match_the_default_activity(sky130_lanes):
     """Annotating every input and flop at activity A / duty 0.5 gives about the global-A power of the flops.
 
     (The logic differs: annotated activity propagates through the XOR/popcount trees, which raises it, while the
     global figure puts A on every net.) A unit mistake (per ns vs per cycle) would be off by 10x or more.
     """
     from vrex.synth.mapped import flop_state_nets
+    from vrex.synth.saif import activity_tcl
 
-    lib = resolve_library("sky130")
-    e = emit("hamming_lanes", TINY)
-    m = map_design(e, lib, TINY, work_dir, clock_mhz=100)
+    lib, m = sky130_lanes
     text = m.netlist.read_text()
-    tcl = []
-    for line in text.splitlines():
-        parts = line.split()
-        if parts and parts[0] == "input" and parts[-1].rstrip(";") != "clk":
-            name = parts[-1].rstrip(";")
-            if len(parts) == 3:
-                hi, lo = map(int, parts[1].strip("[]").split(":"))
-                bits = [f"{name}[{i}]" for i in range(lo, hi + 1)]
-            else:
-                bits = [name]
-            tcl += [f"set_power_activity -input_ports [get_ports {{{b}}}] -activity 0.1 -duty 0.5" for b in bits]
-    tcl += [f"sta::set_power_pin_activity [get_pins {{{inst}/{pin}}}] 0.1 0.5" for inst, pin, _, _ in
-            flop_state_nets(text, lib)]
-    assert len(tcl) > 25
-    annotated = run_power(m, lib, 100, TINY.technology, activity_tcl="\n".join(tcl) + "\n", tag="units")
+    tcl, c = activity_tcl(_UniformActivity(), text, flop_state_nets(text, lib))
+    assert c["input_bits_annotated"] == c["input_bits"] > 0 and c["flop_outputs_annotated"] == c["flop_outputs"]
+    assert c["input_bits"] + c["flop_outputs"] > 25
+    annotated = run_power(m, lib, 100, TINY.technology, activity_tcl=tcl, tag="units")
     default = run_power(m, lib, 100, TINY.technology, default_activity=0.1, tag="units_default")
     assert annotated["sequential"] == pytest.approx(default["sequential"], rel=0.25)
     assert annotated["combinational"] > default["combinational"]

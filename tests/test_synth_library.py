@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
+from conftest import needs_pdk
 from vrex.cli import main
 from vrex.synth.liberty import LibertyError, resolve_library
 from vrex.synth.scaling import area_factor, delay_factor, energy_factor, power_factor, scaling_between
 from vrex.synth.sram import ANALYTIC_SOURCE, read_asap7_macros, sram_model
 
 PDK = os.environ.get("VREX_PDK_DIR")
-needs_pdk = pytest.mark.skipif(not PDK, reason="VREX_PDK_DIR is not set: needs the Liberty folder")
 
 
 # ---- broken Liberty paths give one clear error -----------------------------------------------------------------
