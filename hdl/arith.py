@@ -1,8 +1,17 @@
 """Small arithmetic building blocks shared by the DRE components."""
 
-from amaranth.hdl import Cat, Const, Value, unsigned
+from amaranth.hdl import Cat, Const, Signal, Value, unsigned
 
-__all__ = ["popcount", "sum_tree"]
+__all__ = ["named", "popcount", "sum_tree"]
+
+
+def named(m, value, name, shape=None):
+    """``value`` through a comb signal ``name`` of ``shape`` (default: the expression's own shape), so the netlist
+    shares the signal instead of copying the expression. A signal narrower than its driver would become an unused
+    alias wire of a slice in the generated Verilog."""
+    sig = Signal(Value.cast(value).shape() if shape is None else shape, name=name)
+    m.d.comb += sig.eq(value)
+    return sig
 
 
 def sum_tree(values):

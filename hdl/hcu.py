@@ -7,7 +7,7 @@ from amaranth.lib.wiring import In, Out
 
 from vrex.errors import ConfigError
 
-from .arith import popcount
+from .arith import named, popcount
 
 __all__ = ["HCU", "hcu_input_layout", "hcu_output_layout", "hcu_token_bits", "FRAME_BUFFER_MIN_CODES"]
 
@@ -165,13 +165,6 @@ class HCU(wiring.Component):
                    token_bits=hcu_token_bits(cfg.resv.recent_window_tokens), early_exit=h.early_exit,
                    pipeline_stages=h.pipeline_stages, assignment=cfg.resv.assignment, full_policy=h.full_policy)
 
-    code_bits = property(lambda self: self._code_bits)
-    lanes = property(lambda self: self._lanes)
-    bits_per_cycle = property(lambda self: self._bits_per_cycle)
-    capacity = property(lambda self: self._capacity)
-    slices = property(lambda self: self._code_bits // self._bits_per_cycle)
-    groups = property(lambda self: self._capacity // self._lanes)
-
     def elaborate(self, platform):
         m = Module()
         B, N, b, C = self._code_bits, self._lanes, self._bits_per_cycle, self._capacity
@@ -183,7 +176,7 @@ class HCU(wiring.Component):
         UNBOUNDED = B + 1
 
         state = Signal(2)                         # 0 idle (takes items), 1 scanning, 2 waiting for `o`
-        idle, scanning, waiting = _is_zero(state), state == 1, state == 2
+        idle, scanning, waiting = state == 0, state == 1, state == 2
 
         # ---- current-frame buffer --------------------------------------------------------------------------------
         item_valid, item_bits, buffered = _frame_buffer(m, self.i, B + 2, self._frame_tokens, take=idle)
@@ -221,8 +214,8 @@ class HCU(wiring.Component):
         op_valid, op_g, op_s = Signal(), Signal(_index(G)), Signal(_index(S))
         m.d.sync += [op_valid.eq(issue), op_g.eq(issue_g), op_s.eq(issue_s)]
         do_store = Signal()                       # write code_cur into slot e_count this cycle
-        store_lane = [Mux(job_open, _equals(fill_lane, k), k == 0) for k in range(N)]     # e_lane == k
-        row = _code_table(m, G, N * B, B, read_addr=issue_g, read_en=issue & _is_zero(issue_s),
+        store_lane = [Mux(job_open, fill_lane == k, k == 0) for k in range(N)]     # e_lane == k
+        row = _code_table(m, G, N * B, B, read_addr=issue_g, read_en=issue & (issue_s == 0),
                           write_addr=e_group, write_en=Cat(*(do_store & store_lane[k] for k in range(N))),
                           write_data=Cat(*([code_cur] * N)))
 
@@ -243,13 +236,13 @@ class HCU(wiring.Component):
         valid_lanes = [(c_g < fill_group) | ((c_g == fill_group) & (fill_lane > k)) if k < N - 1
                        else c_g < fill_group for k in range(N)]
         partial = [Signal(DB, name=f"partial{k}") for k in range(N)]
-        p_new = [_named(m, Mux(_is_zero(c_s), 0, partial[k]) + c_counts[k], f"partial_next{k}") for k in range(N)]
+        p_new = [named(m, Mux(c_s == 0, 0, partial[k]) + c_counts[k], f"partial_next{k}") for k in range(N)]
         with m.If(c_valid):
             m.d.sync += [partial[k].eq(p_new[k]) for k in range(N)]
-        alive = Cat(*(_named(m, valid_lanes[k] & (p_new[k] < bound), f"alive{k}") for k in range(N)))
+        alive = Cat(*(named(m, valid_lanes[k] & (p_new[k] < bound), f"alive{k}") for k in range(N)))
         last_slice = c_s == S - 1
-        group_end = c_valid & (last_slice | (_is_zero(alive) if EE else 0))
-        cands = Cat(*(_named(m, last_slice & alive[k], f"candidate{k}") for k in range(N)))
+        group_end = c_valid & (last_slice | ((alive == 0) if EE else 0))
+        cands = Cat(*(named(m, last_slice & alive[k], f"candidate{k}") for k in range(N)))
         base = c_g * N
 
         # Selection registers and their next values (default: hold; reset when a token is accepted).
@@ -258,7 +251,7 @@ class HCU(wiring.Component):
         m.d.sync += bound.eq(bound_n)
         hit_now = Const(0)
         if FIRST:
-            hits = Cat(*(_named(m, cands[k] & (p_new[k] < e_thr), f"hit{k}") for k in range(N)))
+            hits = Cat(*(named(m, cands[k] & (p_new[k] < e_thr), f"hit{k}") for k in range(N)))
             hit_now = hits.any()
             hit_lane, hit_lane_d = Signal(_index(N)), Signal(DB)
             for k in reversed(range(N)):                     # priority: the lowest hitting lane wins
@@ -276,7 +269,7 @@ class HCU(wiring.Component):
             with m.If(group_end & best_valid & join_any):
                 near.take(m, base + best_lane, best_d)
                 m.d.comb += bound_n.eq(best_d)
-        stop_early = (_is_zero(bound_n) | hit_now) if EE else 0
+        stop_early = ((bound_n == 0) | hit_now) if EE else 0
         scan_done = Signal()
         m.d.comb += [scan_done.eq(scanning & group_end & ((c_g == last_group) | stop_early)),
                      self.group_exit.eq(scanning & group_end & ~last_slice),
@@ -291,7 +284,7 @@ class HCU(wiring.Component):
         token_accept = accept & ~item.preload
         join_any0 = e_full if JOIN_NEAREST else 0
         bound0 = Mux(join_any0, UNBOUNDED, e_thr)
-        empty_scan = _is_zero(e_count) | (_is_zero(bound0) if EE else 0)
+        empty_scan = (e_count == 0) | ((bound0 == 0) if EE else 0)
         with m.If(token_accept):
             m.d.comb += bound_n.eq(bound0)
             if FIRST:
@@ -321,7 +314,7 @@ class HCU(wiring.Component):
                 m.d.comb += [r_cluster.eq(C), r_new.eq(1)]
 
         # ---- issue control -------------------------------------------------------------------------------------
-        lane_zero = ~job_open | _is_zero(fill_lane)          # e_lane == 0, tested on the register
+        lane_zero = ~job_open | (fill_lane == 0)            # e_lane == 0, tested on the register
         scan_last_group = Mux(idle, Mux(lane_zero, e_group - 1, e_group), last_group)
         with m.If(token_accept & ~empty_scan):
             m.d.comb += [issue.eq(1), issue_g.eq(0), issue_s.eq(0)]
@@ -405,7 +398,7 @@ def _frame_buffer(m, port, width, depth, *, take):
     produce, consume, level = Signal(range(inner)), Signal(range(inner)), Signal(range(inner + 1))
     out_valid = Signal()
     write = port.valid & (level != inner)
-    read = ~_is_zero(level) & (~out_valid | take)
+    read = (level != 0) & (~out_valid | take)
     m.d.comb += [port.ready.eq(level != inner), wp.addr.eq(produce), wp.data.eq(port.payload.as_value()),
                  wp.en.eq(write), rp.addr.eq(consume), rp.en.eq(read)]
     with m.If(write):
@@ -418,7 +411,7 @@ def _frame_buffer(m, port, width, depth, *, take):
         m.d.sync += level.eq(level + 1)
     with m.Elif(read & ~write):
         m.d.sync += level.eq(level - 1)
-    return out_valid, rp.data, out_valid | ~_is_zero(level)
+    return out_valid, rp.data, out_valid | (level != 0)
 
 
 def _code_table(m, rows, width, granule, *, read_addr, read_en, write_addr, write_en, write_data):
@@ -451,37 +444,19 @@ def _argmin_lowest(m, valid, values):
     while len(nodes) > 1:
         nxt = []
         for n, (a, b) in enumerate(zip(nodes[0::2], nodes[1::2])):
-            take_a = _named(m, a[0] & (~b[0] | (a[1] <= b[1])), f"min{level}_{n}_left")   # lower lanes win ties
-            nxt.append((_named(m, a[0] | b[0], f"min{level}_{n}_valid"),
-                        _named(m, Mux(take_a, a[1], b[1]), f"min{level}_{n}_value"),
-                        _named(m, Mux(take_a, a[2], b[2]), f"min{level}_{n}_lane")))
+            take_a = named(m, a[0] & (~b[0] | (a[1] <= b[1])), f"min{level}_{n}_left")   # lower lanes win ties
+            nxt.append((named(m, a[0] | b[0], f"min{level}_{n}_valid"),
+                        named(m, Mux(take_a, a[1], b[1]), f"min{level}_{n}_value"),
+                        named(m, Mux(take_a, a[2], b[2]), f"min{level}_{n}_lane")))
         if len(nodes) % 2:
             nxt.append(nodes[-1])
         nodes, level = nxt, level + 1
     return nodes[0]
 
 
-def _named(m, value, name):
-    """``value`` through a signal of its own shape (the netlist shares it instead of copying the expression)."""
-    sig = Signal(value.shape(), name=name)
-    m.d.comb += sig.eq(value)
-    return sig
-
-
 def _index(n):
     """Shape of an index 0 .. n-1, at least one bit wide (zero-width signals make ill-formed Verilog ranges)."""
     return range(max(2, n))
-
-
-def _is_zero(value):
-    """``value == 0`` as ``value < 1``: the backend writes ``== 0`` as ``!value``, which Verilator's lint rejects
-    on a vector."""
-    return value < 1
-
-
-def _equals(value, k):
-    """``value == k`` (``value < 1`` for 0, see :func:`_is_zero`)."""
-    return _is_zero(value) if k == 0 else value == k
 
 
 def _slice(m, value, index, width, name):

@@ -1,10 +1,10 @@
 """WTU — WiCSum threshold unit: per-row cluster selection (WiCSum or fixed top-k) and GQA-group aggregation."""
 
-from amaranth import Array, Cat, Const, Module, Mux, Signal, Value, signed, unsigned
+from amaranth import Array, Cat, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, enum, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .arith import popcount, sum_tree
+from .arith import named, popcount, sum_tree
 from .wtu_lanes import lane_valid, masked_max, masked_min, masked_sum, prefix_counts
 from .wtu_layouts import (WTUGeometry, wtu_counts_layout, wtu_group_layout, wtu_row_layout,
                           wtu_scores_layout)
@@ -22,15 +22,9 @@ class _Phase(enum.Enum, shape=3):
 
 
 def lanes_of(m, name, shape, values):
-    """One named comb signal per lane, driven by ``values`` (so each expression is built once).
-
-    ``shape=None`` keeps each expression's own shape: a signal narrower than its driver would become an unused
-    alias wire of a slice in the generated Verilog.
-    """
-    out = [Signal(shape if shape is not None else Value.cast(v).shape(), name=f"{name}{lane}")
-           for lane, v in enumerate(values)]
-    m.d.comb += [o.eq(v) for o, v in zip(out, values)]
-    return out
+    """One named comb signal per lane (``name`` + lane index), driven by ``values`` (so each expression is built
+    once); ``shape=None`` keeps each expression's own shape (see :func:`~.arith.named`)."""
+    return [named(m, v, f"{name}{lane}", shape) for lane, v in enumerate(values)]
 
 
 class WTU(wiring.Component):
@@ -139,10 +133,6 @@ class WTU(wiring.Component):
     @classmethod
     def from_config(cls, cfg):
         return cls(WTUGeometry.from_config(cfg))
-
-    @property
-    def geometry(self) -> WTUGeometry:
-        return self._g
 
     def elaborate(self, platform):
         m = Module()

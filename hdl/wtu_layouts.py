@@ -82,6 +82,11 @@ class WTUGeometry:
         return self.capacity // self.lanes
 
     @property
+    def score_range(self) -> tuple[int, int]:
+        """(lowest, highest) score of the signed ``score_bits``-bit format."""
+        return -(1 << (self.score_bits - 1)), (1 << (self.score_bits - 1)) - 1
+
+    @property
     def clusters_bits(self) -> int:
         """Width of a cluster count 0 .. capacity (and of the ``clusters`` and ``k`` fields)."""
         return self.capacity.bit_length()

@@ -17,7 +17,7 @@ from vrex.hdl.hcu import HCU
 from vrex.paths import git_revision
 from vrex.sim.amaranth_run import run_amaranth
 from vrex.sim.cases import HCU_CASES
-from vrex.sim.hcu import make_bench, measure_cycles, token_cycles_from_result
+from vrex.sim.hcu import make_bench, measure_cycles, model_timings, token_cycles_from_result
 from vrex.tools import tool_versions
 
 
@@ -77,7 +77,7 @@ def early_exit_statistics(n_jobs=100):
         cfg = case.config()
         hcu_jobs, _ = random_jobs(cfg, n_hcu=n_jobs, n_wtu=0, seed=3)
         h = cfg.dre.hcu
-        toks = [t for j in hcu_jobs for t in hcu_cycles_for(cfg, j.open_codes, j.token_codes).tokens]
+        toks = model_timings(cfg, hcu_jobs)
         worst, cyc = sum(t.worst for t in toks), sum(t.cycles for t in toks)
         saving, _ = early_exit_saving(toks, cyc, lanes=h.lanes, slices=cfg.resv.hash_bits // h.bits_per_cycle,
                                       early_exit=h.early_exit)

@@ -9,7 +9,7 @@ from .bench import BenchResult, StreamBench
 from .ports import resolve_port
 from .traffic import Traffic
 
-__all__ = ["run_amaranth"]
+__all__ = ["run_amaranth", "run_checked"]
 
 
 def run_amaranth(dut, bench: StreamBench, *, vcd_path=None) -> BenchResult:
@@ -50,3 +50,13 @@ def run_amaranth(dut, bench: StreamBench, *, vcd_path=None) -> BenchResult:
     else:
         sim.run()
     return traffic.result({"signals": signals})
+
+
+def run_checked(dut, bench: StreamBench, what: str) -> BenchResult:
+    """:func:`run_amaranth` for a run that must match (a measurement): raise AssertionError with the bench's
+    report, introduced by ``what`` (the run), when it does not."""
+    result = run_amaranth(dut, bench)
+    report = result.report(bench)
+    if report:
+        raise AssertionError(f"{what} does not match the golden model:\n{report}")
+    return result

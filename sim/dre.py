@@ -30,17 +30,15 @@ def _rename(d: dict) -> dict:
 
 def expected_counters(cfg, hcu_jobs, threshold, hb: StreamBench, wb: StreamBench) -> dict:
     """Final values of the DRE status counters for a run of these benches (None: traffic-dependent)."""
-    from vrex.hdl.hcu import hcu_output_layout, hcu_token_bits
-    from vrex.hdl.wtu_layouts import WTUGeometry, wtu_row_layout
+    from vrex.hdl.wtu_layouts import WTUGeometry, wtu_group_layout, wtu_row_layout
 
-    lout = hcu_output_layout(cfg.resv.hash_bits, cfg.hcu_capacity, hcu_token_bits(cfg.resv.recent_window_tokens))
+    lout = hcu_bench.output_layout(cfg)
     assigns = [unpack(lout, v) for v in hb.expected["o"]]
     timings = [t for job in hcu_jobs
                for t in hcu_cycles_for(cfg, job.open_codes, job.token_codes, threshold=threshold).tokens]
-    rows = [r for r in (unpack(wtu_row_layout(WTUGeometry.from_config(cfg)), v) for v in wb.expected["row"])
-            if r["last"]]
-    jobs = sum(unpack(wtu_bench.wtu_group_layout(WTUGeometry.from_config(cfg)), v)["last"]
-               for v in wb.expected["group"])
+    g = WTUGeometry.from_config(cfg)
+    rows = [r for r in (unpack(wtu_row_layout(g), v) for v in wb.expected["row"]) if r["last"]]
+    jobs = sum(unpack(wtu_group_layout(g), v)["last"] for v in wb.expected["group"])
     mask = (1 << cfg.dre.counter_bits) - 1
     counters = {
         "cycles": None, "hcu_busy_cycles": None, "wtu_active_cycles": None,
@@ -84,10 +82,7 @@ def make_bench(cfg, *, n: int = 200, seed: int = 1, p_valid: float = 0.7, p_read
 def measure_cycles(cfg) -> dict:
     """The blocks' cycle figures: the DRE top re-exports the HCU and WTU streams and adds no cycle
     (tests/test_dre.py checks that every handshake of a no-stall DRE run lands on the cycle of the block run)."""
-    from . import hcu as h
-    from . import wtu as w
-
-    hcu, wtu = h.measure_cycles(cfg), w.measure_cycles(cfg)
+    hcu, wtu = hcu_bench.measure_cycles(cfg), wtu_bench.measure_cycles(cfg)
     return {"component": "dre", "config": cfg.name, "config_hash": cfg.hash(),
             "per_token": hcu["per_token"], "per_row": wtu["per_row"], "mean_passes": wtu.get("mean_passes"),
             "added_latency_cycles": 0, "hcu": hcu, "wtu": wtu,

@@ -61,12 +61,10 @@ def measure_cycles(cfg) -> dict:
     """Latency and throughput of the lane array, measured in amaranth.sim without back-pressure."""
     from vrex.hdl.hamming_lanes import HammingLanes
 
-    from .amaranth_run import run_amaranth
+    from .amaranth_run import run_checked
 
     bench = make_bench(cfg, n=64, seed=5, p_valid=1.0, p_ready=1.0)
-    result = run_amaranth(HammingLanes.from_config(cfg), bench)
-    if result.report(bench):
-        raise AssertionError(result.report(bench))
+    result = run_checked(HammingLanes.from_config(cfg), bench, "the Hamming lane array cycle-measurement run")
     ins, outs = result.handshake_cycles["in:i"], result.handshake_cycles["o"]
     latency = {o - i for i, o in zip(ins, outs)}
     return {"component": "hamming_lanes", "config": cfg.name, "config_hash": cfg.hash(),

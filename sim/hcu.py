@@ -11,15 +11,15 @@ from __future__ import annotations
 import random
 
 from vrex.errors import TraceError
-from vrex.golden.hcu import hcu_assign, hcu_cycles_for
+from vrex.golden.hcu import early_exit_saving, hcu_assign, hcu_cycles_for
 from vrex.golden.jobs import HCUJob
 from vrex.hdl.hcu import hcu_input_layout, hcu_output_layout, hcu_token_bits
 
 from .bench import StreamBench, leaf_fields, pack
 
-__all__ = ["random_hcu_jobs", "corner_jobs", "check_jobs", "job_items", "expected_outputs", "make_bench",
-           "token_cycles_from_result", "measurement_jobs", "measure_cycles", "CORNERS", "SCENARIOS", "INPUT_LATENCY",
-           "JOB_KIND"]
+__all__ = ["random_hcu_jobs", "corner_jobs", "check_jobs", "job_items", "output_layout", "expected_outputs",
+           "make_bench", "token_cycles_from_result", "model_timings", "model_token_cycles", "measurement_jobs", "measure_cycles",
+           "CORNERS", "SCENARIOS", "INPUT_LATENCY", "JOB_KIND"]
 
 JOB_KIND = "hcu"      # make_bench(jobs=...) replays recorded HCU jobs (vrex sim --trace)
 INPUT_LATENCY = 2     # cycles from an item's input handshake to the engine (current-frame buffer)
@@ -31,6 +31,17 @@ def _flip(code: int, bits: int, n: int, rng: random.Random) -> int:
     for b in rng.sample(range(bits), min(bits, n)):
         code ^= 1 << b
     return code
+
+
+def _tie_pair(a: int, diff: list[int]) -> tuple[int, int]:
+    """``(b, token)``: ``b`` differs from ``a`` in the bits ``diff``, ``token`` in the first half of them, so the
+    token is at the same distance ``len(diff) // 2`` from ``a`` and ``b``."""
+    b, token = a, a
+    for d in diff:
+        b ^= 1 << d
+    for d in diff[:len(diff) // 2]:
+        token ^= 1 << d
+    return b, token
 
 
 def _preload_size(cap: int, rng: random.Random) -> int:
@@ -80,13 +91,7 @@ def random_hcu_jobs(cfg, n_tokens: int, rng: random.Random, *, threshold: int | 
                 a = rng.getrandbits(bits)
                 k = rng.randint(1, max(1, bits // 2))
                 diff = rng.sample(range(bits), 2 * k) if 2 * k <= bits else rng.sample(range(bits), bits)
-                half = len(diff) // 2
-                b_code = a
-                for d in diff:
-                    b_code ^= 1 << d
-                token = a
-                for d in diff[:half]:
-                    token ^= 1 << d                    # distance half to both a and b_code
+                b_code, token = _tie_pair(a, diff)
                 if len(pre) + 2 <= most:
                     pair = [a, b_code] if rng.random() < 0.5 else [b_code, a]
                     pre += [rng.getrandbits(bits) for _ in range(rng.randint(0, 2)) if len(pre) + 3 <= most] + pair
@@ -146,12 +151,7 @@ def corner_jobs(cfg, corner: str, seed: int = 0) -> tuple[list[HCUJob], int]:
         for j in range(6):
             a = rng.getrandbits(bits)
             half = rng.randint(1, min(thr - 1, bits // 2))
-            diff = rng.sample(range(bits), 2 * half)
-            b_code, token = a, a
-            for d in diff:
-                b_code ^= 1 << d
-            for d in diff[:half]:
-                token ^= 1 << d
+            b_code, token = _tie_pair(a, rng.sample(range(bits), 2 * half))
             gap = [far[k] for k in range(min(cap - 2, rng.choice([0, lanes - 1, lanes, 2 * lanes])))]
             pair = (a, b_code) if j % 2 else (b_code, a)
             jobs.append(HCUJob(f"tie.{j}", (pair[0], *gap, pair[1]), (token, token)))
@@ -188,6 +188,11 @@ def job_items(job: HCUJob) -> list[dict]:
     return items
 
 
+def output_layout(cfg):
+    """Layout of the HCU's ``o`` stream for ``cfg``."""
+    return hcu_output_layout(cfg.resv.hash_bits, cfg.hcu_capacity, hcu_token_bits(cfg.resv.recent_window_tokens))
+
+
 def expected_outputs(cfg, jobs, *, reference=hcu_assign, threshold=None) -> list[dict]:
     """The assignments ``reference`` gives for every token of every job, as output-layout dicts."""
     thr = cfg.resv.hamming_threshold if threshold is None else threshold
@@ -216,9 +221,7 @@ def make_bench(cfg, *, n: int = 200, seed: int = 1, p_valid: float = 0.7, p_read
         jobs = random_hcu_jobs(cfg, n, random.Random(seed), threshold=thr)
     jobs = list(jobs)
     check_jobs(cfg, jobs)
-    bits, cap = cfg.resv.hash_bits, cfg.hcu_capacity
-    lin = hcu_input_layout(bits)
-    lout = hcu_output_layout(bits, cap, hcu_token_bits(cfg.resv.recent_window_tokens))
+    lin, lout = hcu_input_layout(cfg.resv.hash_bits), output_layout(cfg)
     items = [it for job in jobs for it in job_items(job)]
     expected = expected_outputs(cfg, jobs, reference=reference, threshold=thr)
     worst = sum(hcu_cycles_for(cfg, j.open_codes, j.token_codes, threshold=thr).worst_total for j in jobs)
@@ -246,6 +249,16 @@ def token_cycles_from_result(jobs, result) -> list[int]:
     return cycles
 
 
+def model_timings(cfg, jobs) -> list:
+    """Per-token :class:`~vrex.golden.hcu.HCUTokenTiming` of the jobs under no back-pressure (``hcu_cycles_for``)."""
+    return [t for j in jobs for t in hcu_cycles_for(cfg, j.open_codes, j.token_codes).tokens]
+
+
+def model_token_cycles(cfg, jobs) -> list[int]:
+    """Per-token cycles of the jobs under no back-pressure, from the cycle model."""
+    return [t.cycles for t in model_timings(cfg, jobs)]
+
+
 def measurement_jobs(cfg, *, n: int = 40, seed: int = 11) -> list[HCUJob]:
     """The cycle-measurement workload: frame-sized jobs (``model.tokens_per_frame`` tokens) of the ``clustered``,
     ``copies`` and ``random`` kinds, with up to ``8 * lanes`` preloaded open clusters."""
@@ -264,21 +277,17 @@ def measure_cycles(cfg, *, jobs=None, seed: int = 11, n: int = 40) -> dict:
     """
     from vrex.hdl.hcu import HCU
 
-    from .amaranth_run import run_amaranth
+    from .amaranth_run import run_checked
 
     h, bits = cfg.dre.hcu, cfg.resv.hash_bits
     slices, P = bits // h.bits_per_cycle, h.pipeline_stages
     jobs = measurement_jobs(cfg, n=n, seed=seed) if jobs is None else list(jobs)
     bench = make_bench(cfg, jobs=jobs, p_valid=1.0, p_ready=1.0, name="hcu-cycles")
-    result = run_amaranth(HCU.from_config(cfg), bench)
-    if result.report(bench):
-        raise AssertionError("the HCU does not match its golden model on the cycle workload:\n"
-                             + result.report(bench))
-    measured = token_cycles_from_result(jobs, result)
-    timings = [t for j in jobs for t in hcu_cycles_for(cfg, j.open_codes, j.token_codes).tokens]
-    worst = sum(t.worst for t in timings)
-    compare = sum(-(-t.open_slots // h.lanes) * slices for t in timings)
+    result = run_checked(HCU.from_config(cfg), bench, "the HCU cycle-measurement run")
+    timings = model_timings(cfg, jobs)
+    measured, model = token_cycles_from_result(jobs, result), [t.cycles for t in timings]
     total = sum(measured)
+    saving, compare = early_exit_saving(timings, total, lanes=h.lanes, slices=slices, early_exit=h.early_exit)
     return {
         "component": "hcu", "config": cfg.name, "config_hash": cfg.hash(),
         "per_token": {"overhead": P, "per_unit": 1,
@@ -290,11 +299,11 @@ def measure_cycles(cfg, *, jobs=None, seed: int = 11, n: int = 40) -> dict:
                     f"n_open = 0); 1 cycle per preloaded code; with early exit a token takes sum over the groups "
                     f"before the last one scanned of min({slices}, n(g) + {P - 1}) plus n(last) + {P} cycles, "
                     f"n(g) = bit slices group g ran"),
-        "early_exit_saving": (worst - total) / compare if compare and h.early_exit else 0.0,
+        "early_exit_saving": saving,
         "measured": {"jobs": len(jobs), "tokens": len(measured), "token_cycles": total,
-                     "model_token_cycles": sum(t.cycles for t in timings), "worst_token_cycles": worst,
+                     "model_token_cycles": sum(model), "worst_token_cycles": sum(t.worst for t in timings),
                      "comparison_cycles_worst": compare,
                      "mean_open_slots": sum(t.open_slots for t in timings) / max(1, len(timings)),
                      "cycles_per_token": total / max(1, len(measured))},
-        "matches_model": measured == [t.cycles for t in timings],
+        "matches_model": measured == model,
     }

@@ -24,9 +24,8 @@ from vrex.hdl.wtu_layouts import (WTUGeometry, wtu_counts_layout, wtu_group_layo
 
 from .bench import StreamBench, leaf_fields, pack, unpack
 
-__all__ = ["WTUBenchParams", "bench_params", "random_row", "random_wtu_jobs", "corner_jobs", "make_bench",
-           "job_beats",
-           "no_stall_cycles", "measured_rows", "measure_cycles"]
+__all__ = ["WTUBenchParams", "bench_params", "random_row", "peaked_job", "random_wtu_jobs", "corner_jobs",
+           "make_bench", "job_beats", "model_schedule", "no_stall_cycles", "measured_rows", "measure_cycles"]
 
 JOB_KIND = "wtu"      # make_bench(jobs=...) replays recorded WTU jobs (vrex sim --trace, power stimulus)
 
@@ -70,7 +69,7 @@ ROW_SHAPES = ("peaked", "uniform", "narrow", "equal", "negative", "ties", "extre
 
 def random_row(g: WTUGeometry, n: int, shape: str, rng: random.Random) -> tuple:
     """``n`` signed scores of the geometry's format, of one of the ``ROW_SHAPES``."""
-    lo, hi = -(1 << (g.score_bits - 1)), (1 << (g.score_bits - 1)) - 1
+    lo, hi = g.score_range
 
     def clip(x):
         return min(hi, max(lo, int(x)))
@@ -95,6 +94,12 @@ def random_row(g: WTUGeometry, n: int, shape: str, rng: random.Random) -> tuple:
     else:                      # extremes of the format
         row = [rng.choice([lo, hi, lo + 1, hi - 1, 0]) for _ in range(n)]
     return tuple(row)
+
+
+def peaked_job(g: WTUGeometry, n: int, rows: int, rng: random.Random, name: str) -> WTUJob:
+    """A job of ``n`` clusters with random token counts (1 .. 64) and ``rows`` peaked score rows."""
+    counts = tuple(rng.randint(1, min(64, (1 << g.count_bits) - 1)) for _ in range(n))
+    return WTUJob(name, counts, tuple(random_row(g, n, "peaked", rng) for _ in range(rows)))
 
 
 def _counts(g: WTUGeometry, n: int, rng: random.Random) -> tuple:
@@ -140,7 +145,7 @@ def random_wtu_jobs(cfg, beats: int, seed: int = 0, *, max_rows: int | None = No
 def corner_jobs(cfg) -> dict[str, WTUJob]:
     """Named corner cases, each a valid job of the config's geometry."""
     g = WTUGeometry.from_config(cfg)
-    lo, hi = -(1 << (g.score_bits - 1)), (1 << (g.score_bits - 1)) - 1
+    lo, hi = g.score_range
     cap, L = g.capacity, g.lanes
     n = min(cap, 3 * L + 1)
     rng = random.Random(17)
@@ -183,7 +188,7 @@ def job_beats(g: WTUGeometry, job: WTUJob, rng: random.Random) -> tuple[list[dic
         raise TraceError(f"job {job.context!r} has {n} clusters, more than the {g.clusters_bits}-bit clusters "
                          f"field can carry (row capacity {g.capacity})")
     w = max(1, -(-n // lanes))
-    lo, hi = -(1 << (g.score_bits - 1)), (1 << (g.score_bits - 1)) - 1
+    lo, hi = g.score_range
     cmax = (1 << g.count_bits) - 1
     for c in job.counts:
         if not 0 <= c <= cmax:
@@ -257,10 +262,15 @@ def make_bench(cfg, *, n: int = 200, seed: int = 1, p_valid: float = 0.7, p_read
                        max_cycles=1000 + int(3 * ideal / max(0.05, min(p_valid, p_ready))))
 
 
+def model_schedule(params: WTUBenchParams, jobs) -> dict[str, list[int]]:
+    """The cycle model's handshake cycles of every port under no back-pressure, from the first count beat."""
+    return wtu_schedule([(j.counts, j.rows) for j in jobs], capacity=params.geometry.capacity,
+                        lanes=params.geometry.lanes, **params.golden)
+
+
 def no_stall_cycles(params: WTUBenchParams, jobs) -> int:
     """Cycles the jobs take without back-pressure (the cycle model), from the first count beat."""
-    sched = wtu_schedule([(j.counts, j.rows) for j in jobs], capacity=params.geometry.capacity,
-                         lanes=params.geometry.lanes, **params.golden)
+    sched = model_schedule(params, jobs)
     return max(sched["row"] + sched["group"]) + 1
 
 
@@ -305,21 +315,15 @@ def measure_cycles(cfg) -> dict:
     """
     from vrex.hdl.wtu import WTU
 
-    from .amaranth_run import run_amaranth
+    from .amaranth_run import run_checked
 
     params = bench_params(cfg)
     g = params.geometry
     rng = random.Random(5)
-    jobs = []
-    for n, rows in ((max(1, g.capacity // 4), 2), (g.capacity, 1)):
-        counts = tuple(rng.randint(1, min(64, (1 << g.count_bits) - 1)) for _ in range(n))
-        rows_ = tuple(random_row(g, n, "peaked", rng) for _ in range(rows))
-        jobs.append(WTUJob(f"measure.{n}", counts, rows_))
+    jobs = [peaked_job(g, n, rows, rng, f"measure.{n}")
+            for n, rows in ((max(1, g.capacity // 4), 2), (g.capacity, 1))]
     bench = make_bench(cfg, jobs=jobs, p_valid=1.0, p_ready=1.0, name="wtu-measure")
-    result = run_amaranth(WTU(g), bench)
-    report = result.report(bench)
-    if report:
-        raise AssertionError("the WTU cycle-measurement run does not match the golden model:\n" + report)
+    result = run_checked(WTU(g), bench, "the WTU cycle-measurement run")
     rows = measured_rows(bench, result, params, jobs)
     mean = lambda xs: sum(xs) / len(xs)   # noqa: E731
     po = PASS_OVERHEAD[g.mode]

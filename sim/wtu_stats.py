@@ -13,10 +13,10 @@ import random
 import statistics
 import sys
 
-from vrex.golden.jobs import WTUJob, random_jobs
+from vrex.golden.jobs import random_jobs
 from vrex.golden.wtu import select_bucketed, select_exact, wtu_row_cycles
 
-from .wtu import bench_params, random_row, random_wtu_jobs
+from .wtu import bench_params, peaked_job, random_wtu_jobs
 
 __all__ = ["row_statistics", "workloads", "topk_cycle_table", "main"]
 
@@ -55,10 +55,7 @@ def workloads(cfg, seed: int = 0) -> dict:
     for n in (g.capacity // 16, g.capacity // 4, g.capacity):
         if n < 1:
             continue
-        counts = tuple(rng.randint(1, min(64, (1 << g.count_bits) - 1)) for _ in range(n))
-
-        rows = tuple(random_row(g, n, "peaked", rng) for _ in range(40))
-        peaked[f"peaked rows, N = {n}"] = [WTUJob("p", counts, rows)]
+        peaked[f"peaked rows, N = {n}"] = [peaked_job(g, n, 40, rng, "p")]
     return {"bench random mix (sim/wtu.py)": random_wtu_jobs(cfg, 20 * g.words, seed),
             "golden.jobs.random_jobs": random_jobs(cfg, n_hcu=0, n_wtu=40, seed=seed)[1], **peaked}
 
@@ -69,7 +66,7 @@ def topk_cycle_table(cfg, sizes=((256, 32), (1024, 32), (1024, 128), (1024, 512)
     p = bench_params(cfg.with_overrides({"dre.wtu.mode": "topk"}))
     g = p.geometry
     rng = random.Random(seed)
-    lo, hi = -(1 << (g.score_bits - 1)), (1 << (g.score_bits - 1)) - 1
+    lo, hi = g.score_range
     out = []
     for n, k in sizes:
         if n > g.capacity:

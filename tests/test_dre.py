@@ -5,7 +5,7 @@ import pytest
 import mutants
 from conftest import params, simulators
 from vrex.golden.jobs import record_jobs
-from vrex.hdl.dre import DRE
+from vrex.hdl.dre import DRE, DRE_COUNTERS
 from vrex.sim.amaranth_run import run_amaranth
 from vrex.sim.cases import DRE_CASES
 from vrex.sim.dre import make_bench
@@ -19,7 +19,6 @@ BY_ID = {c.id: c for c in DRE_CASES}
 
 def check(result, bench):
     assert not result.report(bench), result.report(bench)
-    assert all(len(result.observed[p]) == len(v) for p, v in bench.expected.items())
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -31,7 +30,7 @@ def test_amaranth_sim_matches_golden_and_counters(case, traffic):
     result = run_amaranth(DRE.from_config(cfg), bench)
     check(result, bench)
     sig, wrap = result.extra["signals"], 1 << cfg.dre.counter_bits
-    assert any((result.cycles + d) % wrap == sig["status__cycles"] for d in range(bench.reset_cycles + 2))
+    assert (result.cycles + bench.reset_cycles) % wrap == sig["status__cycles"]
     assert sig["status__hcu_tokens"] > 0 and sig["status__wtu_rows"] > 0
     if result.cycles < wrap:
         assert sig["status__hcu_busy_cycles"] <= sig["status__cycles"]
@@ -102,7 +101,7 @@ def test_cocotb_catches_a_wrong_reference(simulator, work_dir):
 def test_generic_figures_are_the_blocks_plus_counters():
     cfg = BY_ID["dre-tiny"].config()
     dre, hcu, wtu = (generic_figures(emit(c, cfg)) for c in ("dre", "hcu", "wtu"))
-    counters = 13 * cfg.dre.counter_bits + 1      # the status counters and the WTU-active flag
+    counters = len(DRE_COUNTERS) * cfg.dre.counter_bits + 1      # the status counters and the WTU-active flag
     blocks = hcu["flops"] + wtu["flops"] + counters
     assert 0.95 * blocks <= dre["flops"] <= blocks      # flattening may merge a few registers across the blocks
     assert hcu["cells"] + wtu["cells"] < dre["cells"]

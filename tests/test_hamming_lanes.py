@@ -54,16 +54,10 @@ def test_amaranth_sim_matches_golden(case, seed):
     result = run_amaranth(HammingLanes.from_config(cfg), bench)
     assert not result.report(bench), result.report(bench)
     assert len(result.observed["o"]) == 150
-
-
-def test_amaranth_sim_full_throughput_latency_one():
-    cfg = HAMMING_LANES_CASES[0].config()
-    bench = make_bench(cfg, n=50, p_valid=1.0, p_ready=1.0)
-    result = run_amaranth(HammingLanes.from_config(cfg), bench)
-    assert not result.report(bench)
-    ins, outs = result.handshake_cycles["in:i"], result.handshake_cycles["o"]
-    assert ins == list(range(ins[0], ins[0] + 50))                    # one transaction per cycle
-    assert [o - i for i, o in zip(ins, outs)] == [1] * 50            # registered output: latency 1
+    if seed == 3:             # no back-pressure: full throughput, latency 1
+        ins, outs = result.handshake_cycles["in:i"], result.handshake_cycles["o"]
+        assert ins == list(range(ins[0], ins[0] + 150))                   # one transaction per cycle
+        assert [o - i for i, o in zip(ins, outs)] == [1] * 150           # registered output: latency 1
 
 
 @pytest.mark.parametrize("case", CASES)
