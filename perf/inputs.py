@@ -86,12 +86,9 @@ class MeasuredRatios:
 
 
 def read_golden_json(path) -> MeasuredRatios:
-    data = _load(path, "golden JSON")
     notes = []
-    methods = data.get("methods")
-    if not isinstance(methods, dict):
-        notes.append(f"{path}: no 'methods' object; every retrieval ratio falls back to paper Table II.")
-        methods = {}
+    data = _load(path, "golden JSON")
+    methods = _section(data, "methods", path, notes, "every retrieval ratio falls back to paper Table II")
     ratios: dict = {}
     for method, targets in GOLDEN_METHODS.items():
         entry = methods.get(method)
@@ -150,6 +147,15 @@ class DREFigures:
         return self.wtu_overhead is not None and self.wtu_per_unit is not None
 
 
+def _section(data: dict, key: str, path, notes: list, fallback: str) -> dict:
+    """``data[key]`` if it is an object, else ``{}`` and a note saying what falls back."""
+    value = data.get(key)
+    if isinstance(value, dict):
+        return value
+    notes.append(f"{path}: no '{key}' object; {fallback}.")
+    return {}
+
+
 def _dig(d, *keys):
     for k in keys:
         if not isinstance(d, dict):
@@ -159,12 +165,9 @@ def _dig(d, *keys):
 
 
 def read_figures_json(path) -> DREFigures:
-    data = _load(path, "figures JSON")
     notes = []
-    comps = data.get("components")
-    if not isinstance(comps, dict):
-        notes.append(f"{path}: no 'components' object; DRE cycles and power fall back to formulas and Table III.")
-        comps = {}
+    data = _load(path, "figures JSON")
+    comps = _section(data, "components", path, notes, "DRE cycles and power fall back to formulas and Table III")
     values = {}
 
     def take(name, comp, *keys, lo=0.0, what):
