@@ -112,8 +112,9 @@ def _cmd_sweep(args) -> int:
 
 
 def _add_figure_options(p) -> None:
-    p.add_argument("--liberty", metavar="LIB", help="sky130, asap7 (from VREX_PDK_DIR) or a .lib/.lib.gz path "
-                                                   "(default: technology.liberty)")
+    p.add_argument("--liberty", metavar="LIB",
+                   help="sky130, asap7 (embedded in vrex; VREX_PDK_DIR or technology.pdk_dir name another folder) or "
+                        "a .lib/.lib.gz path (default: technology.liberty)")
     p.add_argument("--clock-mhz", type=float, metavar="F", help="clock constraint (default: technology.clock_mhz)")
     p.add_argument("--transactions", type=int, metavar="N",
                    help="input transactions of the SAIF power run (default: technology.activity_transactions)")

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vrex.errors import VrexError
-from vrex.paths import build_dir, pdk_dir
+from vrex.paths import build_dir, pdk_dir, pdk_source
 
 __all__ = ["LibertyError", "Library", "CellInfo", "resolve_library", "KNOWN_LIBRARIES"]
 
@@ -117,19 +117,22 @@ def _source_files(spec: str, pdk_folder: str) -> tuple[str, list[Path], KnownLib
         known = KNOWN_LIBRARIES[spec]
         folder = pdk_dir(pdk_folder, required=False)
         if folder is None:
+            named = pdk_folder or os.environ.get("VREX_PDK_DIR", "")
             raise LibertyError(
-                f"the {spec} library needs a Liberty folder: set VREX_PDK_DIR (or technology.pdk_dir) to a folder "
-                f"holding {', '.join(f + '.gz' for f in known.files)}, or pass --liberty PATH to a .lib file.")
+                f"the Liberty folder {named!r} named by {pdk_source(pdk_folder)} does not exist; point it at a folder "
+                f"holding {', '.join(f + '.gz' for f in known.files)}, unset it to use the libraries embedded in "
+                "vrex, or pass --liberty PATH to a .lib file.")
         found = [_find(folder, f) for f in known.files]
         missing = [f for f, p in zip(known.files, found) if p is None]
         if missing:
             raise LibertyError(f"the Liberty folder {folder} has no {', '.join(missing)} (nor .gz) needed for "
-                               f"--liberty {spec}; point VREX_PDK_DIR at the folder that holds them.")
+                               f"--liberty {spec} (folder from {pdk_source(pdk_folder)}); point it at the folder that holds "
+                               "them, or unset it to use the libraries embedded in vrex.")
         return spec, found, known
     p = Path(spec).expanduser()
     if p.is_dir():
         raise LibertyError(f"--liberty {spec}: is a folder; give a .lib or .lib.gz file, or sky130 / asap7 with "
-                           "VREX_PDK_DIR pointing at the folder.")
+                           "VREX_PDK_DIR pointing at the folder (default: the embedded libraries).")
     if not p.is_file():
         raise LibertyError(f"--liberty {spec}: no such file; give sky130, asap7, or the path of a .lib / .lib.gz "
                            "Liberty file.")

@@ -11,7 +11,7 @@ import json
 import time
 from pathlib import Path
 
-from vrex.paths import build_dir, git_revision
+from vrex.paths import build_dir, git_revision, pdk_source
 from vrex.tools import find
 
 from .figures import figure_tools
@@ -45,7 +45,7 @@ def collect_figures(cfg, *, workers: int = 2, liberty=None, clock_mhz=None, tran
     first = next(iter(components.values()), {})
     missing_tools = {t: find(t).install for t in ("yosys", "sta", "verilator") if not find(t).found or t in skip_tools}
     meta = {"config": cfg.name, "config_hash": cfg.hash(), "git": git_revision(), "tools": figure_tools(),
-            "liberty": first.get("liberty"), "clock_mhz": clock_mhz or tech.clock_mhz,
+            "liberty": first.get("liberty"), "liberty_folder": pdk_source(cfg.technology.pdk_dir), "clock_mhz": clock_mhz or tech.clock_mhz,
             "target": {"node_nm": tech.target_node_nm, "voltage": tech.target_voltage,
                        "clock_mhz": tech.target_clock_mhz},
             "missing_tools": missing_tools, "errors": errors, "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
@@ -129,7 +129,9 @@ def render_report(data: dict, out: Path) -> Path:
     L = [f"# vrex figures — config `{meta['config']}` (hash `{meta['config_hash']}`)", "",
          f"git `{meta['git']}` · Yosys: {tools.get('yosys') or 'missing'} · OpenSTA: {tools.get('sta') or 'missing'}"
          f" · Verilator: {tools.get('verilator') or 'missing'} · created {meta['created']}", "",
-         f"Library: **{lib.get('description', 'none')}**; synthesis clock {meta['clock_mhz']:g} MHz. "
+         f"Library: **{lib.get('description', 'none')}**"
+         + (f" (from {'the files embedded in vrex' if meta.get('liberty_folder') == 'embedded' else meta.get('liberty_folder')})"
+            if lib else "") + f"; synthesis clock {meta['clock_mhz']:g} MHz. "
          f"Scaled to **{target['node_nm']:g} nm, {target['voltage']:g} V, {target['clock_mhz']:g} MHz** "
          "(the paper's point) with the Stillmaker & Baas 2017 equations (method below).", ""]
     gaps = dict(meta.get("missing_tools", {}))

@@ -1,6 +1,6 @@
 """SRAM macro model: area, access energy and timing of a ``words x bits`` memory from the ASAP7 SRAM liberties.
 
-The ASAP7 SRAM kit (``$VREX_PDK_DIR/asap7_sram/srambank_<a>x<b>x<bits>_6t122.lib.gz``; 0.7 V, 7 nm) gives a
+The ASAP7 SRAM kit (``<Liberty folder>/asap7_sram/srambank_<a>x<b>x<bits>_6t122.lib.gz``; 0.7 V, 7 nm) gives a
 few bank sizes (``a x b`` words of ``bits``). For a memory of any other shape vrex fits, over those banks,
 
     y = c0 + c1 * words * bits + c2 * bits + c3 * words

@@ -7,12 +7,15 @@ from vrex.tools import setup_environment
 
 setup_environment()
 
-needs_pdk = pytest.mark.skipif(not os.environ.get("VREX_PDK_DIR"),
-                               reason="VREX_PDK_DIR is not set: library figures need the Liberty folder")
+def pdk_folder() -> str:
+    """The Liberty folder the library tests use: $VREX_PDK_DIR, else the one embedded in vrex."""
+    from vrex.paths import pdk_dir
+
+    return str(pdk_dir())
 
 
 def pytest_configure(config):
-    """A VREX_PDK_DIR that is set but wrong stops the run with one message (unset, the library tests skip)."""
+    """A VREX_PDK_DIR that is set but wrong stops the run with one message (unset, the embedded libraries are used)."""
     from vrex.synth.liberty import KNOWN_LIBRARIES
 
     pdk = os.environ.get("VREX_PDK_DIR")
@@ -23,8 +26,8 @@ def pytest_configure(config):
     if missing:
         raise pytest.UsageError(
             f"VREX_PDK_DIR={pdk} is not the Liberty folder the tests need: it has no {', '.join(missing)} (nor .gz). "
-            "Point it at the folder that holds the sky130 and ASAP7 libraries, or unset it to skip the "
-            "library-based tests")
+            "Point it at the folder that holds the sky130 and ASAP7 libraries, or unset it to use the "
+            "libraries embedded in vrex")
 
 
 def config_error(tmp_path, text):

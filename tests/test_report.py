@@ -4,7 +4,6 @@ import json
 
 import pytest
 
-from conftest import needs_pdk
 from vrex.config import load_config
 from vrex.synth.report import write_report
 from vrex.tools import find
@@ -23,7 +22,6 @@ def _table_iii_rows(md):
     return rows
 
 
-@needs_pdk
 @pytest.mark.skipif(not find("sta").found, reason="OpenSTA is not installed")
 def test_full_report_on_tiny(work_dir):
     path = write_report(TINY, work_dir, workers=1, transactions=300, progress=False)
@@ -46,7 +44,6 @@ def test_full_report_on_tiny(work_dir):
     assert "<table>" in html and 'src="area_breakdown.png"' in html
 
 
-@needs_pdk
 def test_report_without_opensta_says_what_is_missing(work_dir):
     write_report(TINY, work_dir, workers=1, activity=False, skip_tools=("sta",), progress=False)
     md, data = _read(work_dir)
@@ -61,19 +58,18 @@ def test_report_without_opensta_says_what_is_missing(work_dir):
 def test_report_cli_without_a_library_is_partial(work_dir, monkeypatch, capsys):
     from vrex.cli import main
 
-    monkeypatch.delenv("VREX_PDK_DIR", raising=False)
+    monkeypatch.setenv("VREX_PDK_DIR", str(work_dir / "no-such-folder"))
     assert main(["report", "-c", "tiny", "-o", str(work_dir), "-j", "1"]) == 0
     assert "report:" in capsys.readouterr().out
     md, data = _read(work_dir)
     rec = data["components"]["hamming_lanes"]
     assert rec["generic"]["cells"] > 0 and rec["area_um2"] is None and rec["liberty"] is None
     for key in ("liberty", "area_um2", "timing", "power_mw", "scaled"):
-        assert "VREX_PDK_DIR" in rec["missing"][key]
-    assert "## Partial report" in md and "set VREX_PDK_DIR" in md
+        assert "VREX_PDK_DIR does not exist" in rec["missing"][key]
+    assert "## Partial report" in md and "unset it to use the libraries embedded in vrex" in md
     assert len(_table_iii_rows(md)) == 4
 
 
-@needs_pdk
 @pytest.mark.slow
 @pytest.mark.skipif(not find("sta").found, reason="OpenSTA is not installed")
 def test_default_edge_report(work_dir):

@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import needs_pdk
 from vrex.errors import UsageError
 from vrex.synth.sweep import expand, load_spec, run_sweep
 
@@ -48,7 +47,6 @@ def test_unknown_grid_key_is_an_invalid_point(tmp_path):
     assert "is not a configuration key" in invalid[0][2]
 
 
-@needs_pdk
 def test_two_point_sweep_rows_plots_and_resume(tmp_path, work_dir, monkeypatch):
     spec = _spec(tmp_path)
     res = run_sweep(spec, out_dir=work_dir, workers=2, progress=False)

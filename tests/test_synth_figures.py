@@ -3,7 +3,6 @@
 import pytest
 
 import figures_parts
-from conftest import needs_pdk
 from vrex.config import load_config
 from vrex.hdl import registry
 from vrex.sim import benches
@@ -17,7 +16,7 @@ from vrex.paths import build_dir
 from vrex.tools import find
 
 needs_sta = pytest.mark.skipif(not find("sta").found, reason="OpenSTA (apt-get install opensta) is not installed")
-pytestmark = [needs_pdk, needs_sta]
+pytestmark = [needs_sta]
 
 TINY = load_config("tiny")
 TXN = 300   # SAIF stimulus length: small, the figures only need a representative activity

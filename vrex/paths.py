@@ -1,4 +1,4 @@
-"""Where generated files go (``build/``) and where Liberty files come from (the PDK folder)."""
+"""Where generated files go (``build/``) and where Liberty files come from (the PDK folder, embedded by default)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .errors import VrexError
 
-__all__ = ["build_root", "build_dir", "pdk_dir", "git_revision", "safe_name"]
+__all__ = ["build_root", "build_dir", "pdk_dir", "pdk_source", "embedded_pdk_dir", "git_revision", "safe_name"]
 
 
 def build_root() -> Path:
@@ -28,21 +28,36 @@ def safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_")
 
 
+def embedded_pdk_dir() -> Path:
+    """The Liberty folder that ships inside vrex (sky130 hd and ASAP7, ``vrex/synth/pdk``; licences there)."""
+    from importlib import resources
+
+    return Path(str(resources.files("vrex.synth") / "pdk"))
+
+
+def pdk_source(configured: str = "") -> str:
+    """Where :func:`pdk_dir` takes the Liberty folder from: ``technology.pdk_dir``, ``VREX_PDK_DIR`` or ``embedded``."""
+    if configured:
+        return "technology.pdk_dir"
+    return "VREX_PDK_DIR" if os.environ.get("VREX_PDK_DIR") else "embedded"
+
+
 def pdk_dir(configured: str = "", *, required: bool = True) -> Path | None:
-    """The Liberty folder: the config's ``technology.pdk_dir``, else ``$VREX_PDK_DIR``."""
+    """The Liberty folder: the config's ``technology.pdk_dir``, else ``$VREX_PDK_DIR``, else the embedded one.
+
+    A folder that is named but does not exist raises (``required``) or gives None; it never falls back silently
+    to the embedded libraries, so a typo in an override is not hidden.
+    """
     value = configured or os.environ.get("VREX_PDK_DIR", "")
     if not value:
-        if not required:
-            return None
-        raise VrexError("no Liberty folder is set; set VREX_PDK_DIR (or technology.pdk_dir in the config, or "
-                        "--pdk-dir) to a folder holding sky130_fd_sc_hd__tt_025C_1v80.lib.gz and/or the asap7 "
-                        "libraries, or pass --liberty PATH to a .lib file.")
+        return embedded_pdk_dir()
     p = Path(value).expanduser()
     if not p.is_dir():
         if not required:
             return None
-        raise VrexError(f"the Liberty folder {value!r} (from technology.pdk_dir or VREX_PDK_DIR) does not exist; "
-                        "point it at a folder with the Liberty files.")
+        source = "technology.pdk_dir" if configured else "VREX_PDK_DIR"
+        raise VrexError(f"the Liberty folder {value!r} (from {source}) does not exist; point it at a folder with the "
+                        "Liberty files, or unset it to use the libraries embedded in vrex.")
     return p.absolute()
 
 
