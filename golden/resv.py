@@ -44,7 +44,9 @@ from .trace import FRAME
 from .wtu import aggregate_masks, mask_to_indices, select_row, select_row_kwargs
 from .wtu_tensor import mask_int, quantize_counted, select_rows, select_rows_float_exact
 
-__all__ = ["ReSVPolicy", "JobRecorder", "WTUOutcome", "RecordingDone", "run_session"]
+__all__ = ["ReSVPolicy", "JobRecorder", "WTUOutcome", "RecordingDone", "run_session", "LOG2E"]
+
+LOG2E = 1.0 / math.log(2.0)       # exp2 transform: scores in log2 units
 
 
 class RecordingDone(Exception):
@@ -85,6 +87,14 @@ class _WTUStats:
         self.aggregated_fraction = 0.0
         self.clusters = 0
         self.scores = self.saturated = 0
+        self.refine_rows = self.refine_walked = 0
+
+    def add_refinement(self, walks) -> None:
+        """Sub-bins walked per refinement pass of each row (rows that selected everything have none)."""
+        for row in walks:
+            if row and any(row):
+                self.refine_rows += 1
+                self.refine_walked += sum(row)
 
     def as_dict(self) -> dict:
         r, j = max(1, self.rows), max(1, self.jobs)
@@ -94,7 +104,9 @@ class _WTUStats:
                 "mean_bucket_fraction": self.buckets_walked / self.buckets_total if self.buckets_total else None,
                 "mean_row_selected_fraction": self.selected_fraction / r,
                 "mean_group_selected_fraction": self.aggregated_fraction / j,
-                "saturated_scores": self.saturated, "scores": self.scores}
+                "saturated_scores": self.saturated, "scores": self.scores,
+                "refined_rows": self.refine_rows,
+                "mean_refine_bins_walked": self.refine_walked / self.refine_rows if self.refine_rows else None}
 
 
 class ReSVPolicy(RetrievalPolicy):
@@ -166,10 +178,13 @@ class ReSVPolicy(RetrievalPolicy):
         st.clusters += N
         st.rows += R
         if r.score_transform == "exp":
-            masks = select_rows_float_exact(scores, counts, r.wicsum_ratio)
+            ratio = (r.wicsum_ratio if substage == "frame" else r.text_wicsum_ratio) + r.wicsum_guard
+            masks = select_rows_float_exact(scores, counts, ratio)
             st.selected_fraction += float((masks.sum(1).double() / max(N, 1)).sum())
             st.aggregated_fraction += float(masks.any(0).sum()) / max(N, 1)
             return masks
+        if r.score_transform == "exp2":          # the LXE folds log2(e) into the query: scores in log2 units
+            scores = scores * LOG2E
         q, saturated = quantize_counted(scores, w.score_bits, w.score_frac_bits)
         st.scores += q.numel()
         st.saturated += saturated
@@ -181,24 +196,29 @@ class ReSVPolicy(RetrievalPolicy):
         masks = torch.zeros(R, N, dtype=torch.bool)
         tiles = [(i, min(N, i + cap)) for i in range(0, N, cap)] or [(0, 0)]
         st.tiles += len(tiles)
-        kw = select_row_kwargs(cfg)
+        kw = select_row_kwargs(cfg, "frame" if substage == "frame" else "text")
+        exp2 = r.score_transform == "exp2" and w.mode != "topk"
         for t, (a, b) in enumerate(tiles):
             qs, cs = q[:, a:b], sat[a:b]
             if self.engine == "tensor":
                 js = select_rows(qs, cs, **kw)
-                tile_masks = js.masks
-                walked, tops = js.buckets_walked, js.top_bucket
+                tile_masks, walked = js.masks, js.buckets_walked
+                tops = torch.full_like(walked, w.buckets - 1) if exp2 else js.top_bucket
+                refine = js.refine_walks.tolist() if exp2 else None
             else:
                 sels = [select_row(row, cs.tolist(), **kw) for row in qs.tolist()]
                 tile_masks = torch.zeros(R, b - a, dtype=torch.bool)
                 for i, s in enumerate(sels):
                     tile_masks[i, mask_to_indices(s.mask)] = True
                 walked = torch.tensor([s.buckets_walked for s in sels])
-                tops = torch.tensor([s.top_bucket for s in sels])
+                tops = torch.tensor([w.buckets - 1 if exp2 else s.top_bucket for s in sels])
+                refine = [list(s.refine_walks) for s in sels] if exp2 else None
             masks[:, a:b] = tile_masks
             if w.mode != "topk" and r.selection == "bucketed" and b > a:
                 st.buckets_walked += int(walked.sum())
                 st.buckets_total += int((tops + 1).sum())
+                if exp2:
+                    st.add_refinement(refine)
             rec = self.recorder
             if rec is not None and rec.wants("wtu"):
                 name = label + (f".t{t}" if len(tiles) > 1 else "")

@@ -37,6 +37,8 @@ from dataclasses import dataclass
 
 from vrex.errors import VrexError
 
+from .wtu_exp import ExpParams, select_exp2, select_exp2_exact
+
 __all__ = ["RowSelection", "transform_scores", "wicsum_threshold", "select_exact", "select_bucketed",
            "select_topk", "select_row", "select_row_kwargs", "aggregate_masks", "signed_range", "quantize_scores",
            "mask_to_indices",
@@ -136,21 +138,32 @@ def select_topk(scores: list[int], k: int) -> RowSelection:
 
 
 def select_row(scores, counts, *, mode: str, ratio_q: int, ratio_bits: int, buckets: int, k: int,
-               transform: str = "shift_min", rule: str = "bucketed") -> RowSelection:
-    """Selection of one row as the WTU ``mode`` computes it (``rule="exact"`` for the sorted reference)."""
+               transform: str = "shift_min", rule: str = "bucketed", exp: ExpParams | None = None):
+    """Selection of one row as the WTU ``mode`` computes it (``rule="exact"`` for the sorted reference).
+
+    With ``transform = "exp2"`` the row goes to :func:`vrex.golden.wtu_exp.select_exp2` (``exp`` gives its format)
+    and the result is an :class:`~vrex.golden.wtu_exp.Exp2Selection`; otherwise a :class:`RowSelection`.
+    """
     if mode == "topk":
         return select_topk(scores, k)
+    if transform == "exp2":
+        if exp is None:
+            raise ValueError("the exp2 transform needs its format (exp=ExpParams...)")
+        fn = select_exp2_exact if rule == "exact" else select_exp2
+        return fn(list(scores), list(counts), ratio_q=ratio_q, ratio_bits=ratio_bits, params=exp)
     if rule == "exact":
         return select_exact(scores, counts, ratio_q=ratio_q, ratio_bits=ratio_bits, transform=transform)
     return select_bucketed(scores, counts, ratio_q=ratio_q, ratio_bits=ratio_bits, buckets=buckets,
                            transform=transform)
 
 
-def select_row_kwargs(cfg) -> dict:
-    """The keyword arguments of :func:`select_row` (and the tensor twin) that a :class:`vrex.config.Config` names."""
+def select_row_kwargs(cfg, stage: str = "frame") -> dict:
+    """The keyword arguments of :func:`select_row` (and the tensor twin) that a :class:`vrex.config.Config` names
+    for a ``frame`` or ``text`` step (the ratio input differs per stage)."""
     w, r = cfg.dre.wtu, cfg.resv
-    return dict(mode=w.mode, ratio_q=cfg.ratio_fixed, ratio_bits=w.ratio_bits, buckets=w.buckets, k=w.topk_k,
-                transform=r.score_transform, rule=r.selection)
+    return dict(mode=w.mode, ratio_q=cfg.stage_ratio_fixed(stage), ratio_bits=w.ratio_bits, buckets=w.buckets,
+                k=w.topk_k, transform=r.score_transform, rule=r.selection,
+                exp=ExpParams.from_config(cfg) if r.score_transform == "exp2" else None)
 
 
 def aggregate_masks(masks) -> int:
@@ -222,15 +235,17 @@ def check_job(counts, rows, capacity: int | None = None) -> int:
 
 
 def wtu_job(counts, rows, *, mode: str, ratio_q: int, ratio_bits: int, buckets: int, k: int,
-            transform: str = "shift_min", capacity: int | None = None, reference=None) -> JobSelection:
+            transform: str = "shift_min", capacity: int | None = None, reference=None,
+            exp: ExpParams | None = None) -> JobSelection:
     """Selections of every row of a job and their OR (what the WTU emits on ``row`` and ``group``).
 
     ``reference`` replaces :func:`select_row` (same signature), e.g. to check that a wrong reference is caught.
     """
     check_job(counts, rows, capacity)
     ref = reference or select_row
+    extra = {"exp": exp} if exp is not None else {}
     sel = tuple(ref(list(row), list(counts), mode=mode, ratio_q=ratio_q, ratio_bits=ratio_bits, buckets=buckets,
-                    k=k, transform=transform) for row in rows)
+                    k=k, transform=transform, **extra) for row in rows)
     return JobSelection(sel, aggregate_masks(s.mask for s in sel))
 
 

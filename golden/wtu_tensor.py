@@ -86,12 +86,17 @@ def _sorted_wicsum(sp: torch.Tensor, prod: torch.Tensor, thr: torch.Tensor) -> t
 
 
 def select_rows(scores: torch.Tensor, counts: torch.Tensor, *, mode: str, ratio_q: int, ratio_bits: int,
-                buckets: int, k: int, transform: str = "shift_min", rule: str = "bucketed") -> JobSelection:
-    """:func:`vrex.golden.wtu.select_row` for every row of ``scores`` ``(R, N)`` int64 with ``counts`` ``(N,)``."""
+                buckets: int, k: int, transform: str = "shift_min", rule: str = "bucketed", exp=None):
+    """:func:`vrex.golden.wtu.select_row` for every row of ``scores`` ``(R, N)`` int64 with ``counts`` ``(N,)``
+    (an :class:`~vrex.golden.wtu_exp_tensor.Exp2JobSelection` for the exp2 transform)."""
     scores = scores.to(torch.int64)
     counts = counts.to(torch.int64)
     R, N = scores.shape
     z = _zeros(R)
+    if transform == "exp2" and mode != "topk":
+        from .wtu_exp_tensor import select_rows_exp2, select_rows_exp2_exact
+        fn = select_rows_exp2_exact if rule == "exact" else select_rows_exp2
+        return fn(scores, counts, ratio_q=ratio_q, ratio_bits=ratio_bits, params=exp)
     if mode == "topk":
         masks = torch.zeros(R, N, dtype=torch.bool)
         if N:

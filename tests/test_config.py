@@ -107,3 +107,44 @@ def test_derived_widths():
     w = load_config("edge").dre.wtu
     assert (w.product_bits, w.acc_bits) == (32, 44)
     assert load_config("edge").ratio_fixed == round(0.3 * 65536)
+
+
+EXP2 = "resv:\n  score_transform: exp2\ndre:\n  wtu:\n    mode: histogram\n"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("dre:\n  wtu:\n    exp_lut_entries: 12\n", "line 3: dre.wtu.exp_lut_entries = 12: must be a power of two."),
+    ("dre:\n  wtu:\n    refine_bins: 24\n", "line 3: dre.wtu.refine_bins = 24: must be a power of two."),
+    ("dre:\n  wtu:\n    bucket_octaves: 3\n", "line 3: dre.wtu.bucket_octaves = 3: must be a power of two."),
+    (EXP2 + "    score_frac_bits: 3\n", "bad.yaml: dre.wtu.exp_lut_entries = 16: must be ≤ 2^dre.wtu.score_frac_bits "
+                                         "(8): the LUT is indexed by fraction bits of the score."),
+    (EXP2 + "    refine_passes: 3\n", "line 6: dre.wtu.refine_passes = 3: needs 12 bits of a score's position in its "
+                                       "bin (log2(refine_bins) each), but a bin of dre.wtu.bucket_octaves (2) octaves "
+                                       "at score_frac_bits (8) has 9."),
+    (EXP2 + "    exp_mantissa_bits: 24\n    count_bits: 24\n    count_memory_bytes: 12288\n",
+     "dre.wtu.exp_mantissa_bits = 24: with count_bits (24) and bucket_octaves (2) gives 49-bit weight terms; at most "
+     "48 are supported."),
+    (EXP2 + "    exp_mantissa_bits: 24\n    count_bits: 20\n    bucket_octaves: 4\n    score_memory_bytes: 1048576\n"
+            "    count_memory_bytes: 1310720\n",
+     "dre.wtu.exp_mantissa_bits = 24: gives 67-bit row sums over 524288 clusters; at most 62 are supported."),
+    ("resv:\n  score_transform: exp2\n", "dre.wtu.mode = 'early_exit': cannot run resv.score_transform = exp2"),
+    ("resv:\n  wicsum_ratio: 0.9\n  wicsum_guard: 0.2\n", "resv.wicsum_ratio = 0.9: plus resv.wicsum_guard (0.2) "
+                                                        "must be ≤ 1.0, the largest ratio the WTU's ratio input holds."),
+    ("resv:\n  text_wicsum_ratio: 0.000001\n", "resv.text_wicsum_ratio = 1e-06: plus resv.wicsum_guard rounds to 0 in "
+                                             "Q0.16 (dre.wtu.ratio_bits); raise the ratio or ratio_bits."),
+])
+def test_exp2_and_ratio_rules(tmp_path, text, message):
+    assert message in _err(tmp_path, text)
+
+
+def test_exp2_rules_apply_only_with_the_exp2_transform():
+    cfg = load_config("edge").with_overrides({"dre.wtu.score_frac_bits": 2, "dre.wtu.refine_passes": 8})
+    assert cfg.dre.wtu.refine_passes == 8
+    w = load_config("edge").dre.wtu
+    assert (w.exp_term_bits, w.exp_sum_bits) == (16 + 12 + 1, 29 + 12 + 1)
+
+
+def test_stage_ratios_and_guard():
+    cfg = load_config("edge").with_overrides({"resv.wicsum_ratio": 0.5, "resv.text_wicsum_ratio": 0.25,
+                                              "resv.wicsum_guard": 0.125})
+    assert (cfg.stage_ratio_fixed("frame"), cfg.stage_ratio_fixed("text"), cfg.ratio_fixed) == (40960, 24576, 40960)

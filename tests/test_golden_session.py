@@ -133,7 +133,7 @@ def _fetched(cfg, trace):
 def test_selection_is_monotone_in_the_ratio(trace):
     prev = None
     for ratio in (0.0, 0.1, 0.3, 0.6, 0.9, 1.0):
-        cur = _fetched(TINY.with_overrides({"resv.wicsum_ratio": ratio}), trace)
+        cur = _fetched(TINY.with_overrides({"resv.wicsum_ratio": ratio, "resv.text_wicsum_ratio": ratio}), trace)
         if prev is not None:
             assert all(prev[k] <= cur[k] for k in cur), ratio
         prev = cur
@@ -143,7 +143,7 @@ def test_selection_is_monotone_in_the_ratio(trace):
 
 
 def test_retrieve_all_equals_full_attention(trace):
-    for overrides in ({"resv.wicsum_ratio": 1.0}, {"resv.dense_layers": 2}):
+    for overrides in ({"resv.wicsum_ratio": 1.0, "resv.text_wicsum_ratio": 1.0}, {"resv.dense_layers": 2}):
         rep = evaluate(TINY.with_overrides(overrides), trace, methods=("full", "resv"))
         for stage in ("frame", "text"):
             m = rep["methods"]["resv"][stage]

@@ -134,7 +134,11 @@ class ReSVConfig(_Section):
     hash_bits: int = param(32, "N_hp: random hyperplanes = hash code width in bits.", min=2, max=1024)
     hamming_threshold: int = param(
         7, "Th_hd: a token joins a cluster whose Hamming distance is strictly below this value.", min=0)
-    wicsum_ratio: float = param(0.3, "Th_r-wics: select clusters until the weighted sum exceeds ratio x total.",
+    wicsum_ratio: float = param(0.3, "Th_r-wics of frame steps: select clusters until the weighted sum exceeds "
+                                "ratio x total.", min=0.0, max=1.0)
+    text_wicsum_ratio: float = param(0.3, "Th_r-wics of question and answer steps (the WTU's ratio input is set per "
+                                     "job).", min=0.0, max=1.0)
+    wicsum_guard: float = param(0.0, "Margin added to both ratios (covers the fixed-point exp's error).",
                                 min=0.0, max=1.0)
     hyperplanes: Literal["gaussian", "rademacher"] = param(
         "gaussian", "Hyperplane entry distribution (open question 2).")
@@ -148,8 +152,10 @@ class ReSVConfig(_Section):
         "nearest", "Nearest open cluster under the threshold (ties to lowest id) or the first one (Q4).")
     cluster_code: Literal["first", "majority"] = param(
         "first", "Cluster code: the first member's code, or the bitwise majority of members (Q5).")
-    score_transform: Literal["shift_min", "relu", "exp"] = param(
-        "shift_min", "Non-negative transform of cluster scores before WiCSum (Q9). `exp` is golden-only.")
+    score_transform: Literal["shift_min", "relu", "exp2", "exp"] = param(
+        "shift_min", "Non-negative transform of cluster scores before WiCSum (Q9): linear (shift_min, relu), the "
+                     "WTU's fixed-point softmax weight 2^(s - max) on log2-unit scores (exp2), or float exp (golden "
+                     "only).")
     selection: Literal["bucketed", "exact"] = param(
         "bucketed", "WiCSum rule used by ReSV: hardware bucketed early-exit, or exact sorted.")
     gqa_aggregation: Literal["group", "global"] = param(
@@ -220,8 +226,23 @@ class WTUConfig(_Section):
     score_memory_bytes: int = param(8192, "Score MEM: bounds the clusters per row.", min=1)
     count_memory_bytes: int = param(8192, "Token-count MEM.", min=1)
     topk_k: int = param(64, "Clusters kept per row in top-k mode.", min=1)
+    bucket_octaves: int = param(2, "exp2: octaves of weight per bin (power of two); the window is buckets x "
+                                "bucket_octaves octaves below the row maximum's bin, lower scores weigh 0.",
+                                min=1, max=64)
+    exp_lut_entries: int = param(16, "exp2: entries of the 2^fraction LUT (power of two, at most "
+                                 "2^score_frac_bits; centre values).", min=1, max=4096)
+    exp_mantissa_bits: int = param(12, "exp2: bits of each LUT value (the weight mantissa).", min=2, max=24)
+    refine_passes: int = param(1, "exp2: passes that split the exit bin into refine_bins sub-bins.", min=0, max=8)
+    refine_bins: int = param(16, "exp2: sub-bins per refinement pass (power of two).", min=2, max=256)
+    exit_fill: Literal["bucket", "greedy"] = param(
+        "bucket", "exp2: take the final (sub-)bin whole (bucket), or its clusters in index order until the sum "
+                  "exceeds the threshold (greedy).")
 
     def _check(self):
+        for key in ("bucket_octaves", "exp_lut_entries", "refine_bins"):
+            v = getattr(self, key)
+            if v & (v - 1):
+                _fail(f"dre.wtu.{key}", v, "must be a power of two.")
         if self.score_frac_bits >= self.score_bits:
             _fail("dre.wtu.score_frac_bits", self.score_frac_bits,
                   f"must be < dre.wtu.score_bits ({self.score_bits}).")
@@ -237,6 +258,28 @@ class WTUConfig(_Section):
         if self.topk_k > self.row_capacity:
             _fail("dre.wtu.topk_k", self.topk_k, f"must be ≤ the row capacity ({self.row_capacity}).")
 
+    def check_exp2(self):
+        """Rules of the exp2 transform's format (checked when resv.score_transform is exp2)."""
+        if self.exp_lut_entries > 1 << self.score_frac_bits:
+            _fail("dre.wtu.exp_lut_entries", self.exp_lut_entries,
+                  f"must be ≤ 2^dre.wtu.score_frac_bits ({1 << self.score_frac_bits}): the LUT is indexed by "
+                  "fraction bits of the score.")
+        in_bin = self.bucket_octaves.bit_length() - 1 + self.score_frac_bits
+        need = self.refine_passes * (self.refine_bins.bit_length() - 1)
+        if need > in_bin:
+            _fail("dre.wtu.refine_passes", self.refine_passes,
+                  f"needs {need} bits of a score's position in its bin (log2(refine_bins) each), but a bin of "
+                  f"dre.wtu.bucket_octaves ({self.bucket_octaves}) octaves at score_frac_bits "
+                  f"({self.score_frac_bits}) has {in_bin}.")
+        if self.exp_term_bits > 48:
+            _fail("dre.wtu.exp_mantissa_bits", self.exp_mantissa_bits,
+                  f"with count_bits ({self.count_bits}) and bucket_octaves ({self.bucket_octaves}) gives "
+                  f"{self.exp_term_bits}-bit weight terms; at most 48 are supported.")
+        if self.exp_sum_bits > 62:
+            _fail("dre.wtu.exp_mantissa_bits", self.exp_mantissa_bits,
+                  f"gives {self.exp_sum_bits}-bit row sums over {self.row_capacity} clusters; at most 62 are "
+                  "supported.")
+
     @property
     def row_capacity(self) -> int:
         """Clusters per row that fit in the score memory."""
@@ -251,6 +294,16 @@ class WTUConfig(_Section):
     def acc_bits(self) -> int:
         """Accumulator width that cannot overflow over a full row."""
         return self.product_bits + max(1, math.ceil(math.log2(self.row_capacity)))
+
+    @property
+    def exp_term_bits(self) -> int:
+        """exp2: width of one weight term (count x mantissa << octave in bin)."""
+        return self.count_bits + self.exp_mantissa_bits + self.bucket_octaves - 1
+
+    @property
+    def exp_sum_bits(self) -> int:
+        """exp2: width of a bin mass / row total that cannot overflow over a full row."""
+        return self.exp_term_bits + max(1, math.ceil(math.log2(self.row_capacity))) + 1
 
 
 @dataclass(frozen=True)
@@ -566,6 +619,19 @@ class Config(_Section):
         if r.gqa_aggregation == "global" and r.cluster_scope != "layer":
             _fail("resv.gqa_aggregation", r.gqa_aggregation,
                   "needs resv.cluster_scope = layer: rows of different KV heads score different cluster sets.")
+        if r.score_transform == "exp2":
+            wtu.check_exp2()
+        if r.score_transform == "exp2" and wtu.mode == "early_exit":
+            _fail("dre.wtu.mode", wtu.mode, "cannot run resv.score_transform = exp2, which bins the row while it loads; "
+                                            "use histogram (or topk).")
+        for key in ("wicsum_ratio", "text_wicsum_ratio"):
+            ratio = getattr(r, key) + r.wicsum_guard
+            if ratio > 1.0:
+                _fail(f"resv.{key}", getattr(r, key), f"plus resv.wicsum_guard ({r.wicsum_guard}) must be ≤ 1.0, the "
+                                                      "largest ratio the WTU's ratio input holds.")
+            if ratio > 0 and self.ratio_for(key) == 0:
+                _fail(f"resv.{key}", getattr(r, key), f"plus resv.wicsum_guard rounds to 0 in Q0.{wtu.ratio_bits} "
+                                                      "(dre.wtu.ratio_bits); raise the ratio or ratio_bits.")
         if wtu.score_bits + wtu.count_bits > 48:
             _fail("dre.wtu.count_bits", wtu.count_bits,
                   f"with dre.wtu.score_bits ({wtu.score_bits}) must give products of at most 48 bits.")
@@ -590,8 +656,17 @@ class Config(_Section):
 
     @property
     def ratio_fixed(self) -> int:
-        """WiCSum ratio in unsigned Q0.ratio_bits (round half up)."""
-        return int(math.floor(self.resv.wicsum_ratio * (1 << self.dre.wtu.ratio_bits) + 0.5))
+        """WiCSum ratio of frame steps (with the guard) in unsigned Q0.ratio_bits (round half up)."""
+        return self.ratio_for("wicsum_ratio")
+
+    def ratio_for(self, key: str) -> int:
+        """``resv.<key> + resv.wicsum_guard`` in unsigned Q0.ratio_bits (round half up)."""
+        ratio = getattr(self.resv, key) + self.resv.wicsum_guard
+        return int(math.floor(ratio * (1 << self.dre.wtu.ratio_bits) + 0.5))
+
+    def stage_ratio_fixed(self, stage: str) -> int:
+        """The WTU ratio input for a ``frame`` or ``text`` (question / answer) step."""
+        return self.ratio_for("wicsum_ratio" if stage == "frame" else "text_wicsum_ratio")
 
     # ---- conversions -------------------------------------------------------------------------------------------
 
