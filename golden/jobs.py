@@ -111,7 +111,7 @@ def record_jobs(cfg, trace, *, frames=None, layers=None, heads=None, seed=0,
     if cfg.resv.score_transform == "exp":
         from vrex.errors import UsageError
 
-        raise UsageError("resv.score_transform = exp is golden-only (float); block jobs need shift_min or relu.")
+        raise UsageError("resv.score_transform = exp is golden-only (float); block jobs need exp2, shift_min or relu.")
     layers_req = None if layers is None else sorted(set(layers))
     if not isinstance(trace, Trace):
         trace = make_trace(cfg, str(trace), layers=layers_req,

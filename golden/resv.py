@@ -58,6 +58,7 @@ class WTUOutcome:
     clusters: list[int]           # cluster id of each row position
     row_masks: list[int]          # the session's selection of each row (bit j = position j)
     mask: int                     # OR of the rows
+    ratio_q: int = 0              # the ratio input of the job (per stage: resv.wicsum_ratio / text_wicsum_ratio)
 
 
 @dataclass
@@ -224,7 +225,8 @@ class ReSVPolicy(RetrievalPolicy):
                 name = label + (f".t{t}" if len(tiles) > 1 else "")
                 rec.wtu.append(WTUJob(name, tuple(cs.tolist()), tuple(tuple(row) for row in qs.tolist())))
                 row_bits = [mask_int(m) for m in tile_masks]
-                rec.wtu_outcomes.append(WTUOutcome(cand[a:b].tolist(), row_bits, aggregate_masks(row_bits)))
+                rec.wtu_outcomes.append(WTUOutcome(cand[a:b].tolist(), row_bits, aggregate_masks(row_bits),
+                                                   kw["ratio_q"]))
                 rec.check_full()
         if N:
             st.selected_fraction += float((masks.sum(1).double() / N).sum())

@@ -297,6 +297,22 @@ def topk_refinement(scores, k: int, buckets: int):
 #   topk             = Σ_passes (W + 2 + bins walked)       (0 if k = 0 or k ≥ N)
 #   rejected job     = max(1, W) + R · (max(1, W) + 1)
 
+def exp2_latencies(p: ExpParams, pipeline_stages: int, ratio_bits: int) -> dict:
+    """Fixed latencies of the exp2 datapath (hdl/wtu_exp.py), in cycles: ``pass`` from a pass's last word to its
+    last accumulation (memory and capture registers, the ``pipeline_stages - 1`` optional cuts, the accumulator),
+    ``prefix`` the Kogge-Stone levels over the accumulator slots (one per register), ``fin`` / ``walk`` the
+    post-load / post-refinement pipelines (``fin`` includes the 4-bit-slice ratio product and its adder tree), and
+    the states they make: ``fin_state`` (after the load), ``walk_state`` (after a refinement pass's words),
+    ``mask_tail`` (after the masking pass's words)."""
+    cuts = min(pipeline_stages - 1, 6)
+    slots = 1 << (max(p.buckets, p.refine_bins) - 1).bit_length()
+    prefix = max(1, (slots - 1).bit_length())
+    ratio_levels = (-(-(ratio_bits + 1) // 4) - 1).bit_length()
+    out = {"pass": 3 + cuts, "prefix": prefix, "fin": prefix + ratio_levels + 7, "walk": prefix + 4}
+    out.update(fin_state=out["pass"] + out["fin"] + 1, walk_state=out["pass"] + out["walk"], mask_tail=2)
+    return out
+
+
 ROW_OVERHEAD = 6          # 2 pipeline-drain cycles after the load, 3 finishing cycles, 1 after the mask pass
 PASS_OVERHEAD = {"early_exit": 3, "histogram": 2, "topk": 2}
 
@@ -315,11 +331,18 @@ class RowCycles:
 
 
 def wtu_row_cycles(scores, counts, *, mode: str, lanes: int, ratio_q: int, ratio_bits: int, buckets: int,
-                   k: int, transform: str = "shift_min") -> RowCycles:
+                   k: int, transform: str = "shift_min", exp: ExpParams | None = None,
+                   pipeline_stages: int = 7) -> RowCycles:
     """Cycles of one row of a valid job (1 ≤ N ≤ capacity) under no back-pressure."""
     n = len(scores)
     w = -(-n // lanes)
     passes = walk = 0
+    if transform == "exp2" and mode != "topk":
+        sel = select_exp2(list(scores), list(counts), ratio_q=ratio_q, ratio_bits=ratio_bits, params=exp)
+        lat = exp2_latencies(exp, pipeline_stages, ratio_bits)
+        passes = len(sel.refine_walks)
+        cycles = w + lat["fin_state"] + passes * (w + lat["walk_state"]) + w + lat["mask_tail"]
+        return RowCycles(w, passes, 0, cycles)
     if mode == "topk":
         if 0 < k < n:
             walks = topk_refinement(scores, k, buckets)[2]

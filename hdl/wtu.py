@@ -9,7 +9,16 @@ from .wtu_lanes import lane_valid, masked_max, masked_min, masked_sum, prefix_co
 from .wtu_layouts import (WTUGeometry, wtu_counts_layout, wtu_group_layout, wtu_row_layout,
                           wtu_scores_layout)
 
-__all__ = ["WTU"]
+__all__ = ["WTU", "wtu_for"]
+
+
+def wtu_for(geometry: WTUGeometry):
+    """The WTU component of a geometry: :class:`WTU`, or :class:`vrex.hdl.wtu_exp.ExpWTU` for the exp2 transform
+    (same ports and protocol)."""
+    if geometry.exp2:
+        from .wtu_exp import ExpWTU
+        return ExpWTU(geometry)
+    return WTU(geometry)
 
 
 class _Phase(enum.Enum, shape=3):
@@ -132,7 +141,9 @@ class WTU(wiring.Component):
 
     @classmethod
     def from_config(cls, cfg):
-        return cls(WTUGeometry.from_config(cfg))
+        """The WTU of ``cfg``: this class, or :class:`vrex.hdl.wtu_exp.ExpWTU` for ``resv.score_transform = exp2``
+        (same ports and protocol)."""
+        return wtu_for(WTUGeometry.from_config(cfg))
 
     def elaborate(self, platform):
         m = Module()

@@ -17,7 +17,7 @@ from vrex.errors import ConfigError
 __all__ = ["WTUGeometry", "wtu_counts_layout", "wtu_scores_layout", "wtu_row_layout", "wtu_group_layout",
            "TRANSFORMS", "MODES"]
 
-TRANSFORMS = ("shift_min", "relu")
+TRANSFORMS = ("shift_min", "relu", "exp2")
 MODES = ("early_exit", "histogram", "topk")
 
 
@@ -38,7 +38,13 @@ class WTUGeometry:
     capacity : int
         Clusters per row (score memory words x lanes); a multiple of ``lanes``.
     transform : str
-        ``shift_min`` or ``relu`` (``resv.score_transform``; unused in ``topk`` mode).
+        ``shift_min``, ``relu`` or ``exp2`` (``resv.score_transform``; unused in ``topk`` mode). ``exp2`` builds
+        the exp2 datapath (:class:`vrex.hdl.wtu_exp.ExpWTU`, ``histogram`` mode only).
+    frac_bits, bucket_octaves, lut_entries, mantissa_bits, refine_passes, refine_bins, fill : exp2 format
+        (``dre.wtu.score_frac_bits`` and the ``dre.wtu`` exp2 fields; docs/formats.md §WTU exp2).
+    pipeline_stages : int
+        exp2: register stages of the lane datapath between the memory-capture register and the bin
+        accumulators (``dre.wtu.pipeline_stages``, 1 to 7; see :data:`vrex.hdl.wtu_exp.STAGE_CUTS`).
     """
 
     lanes: int
@@ -49,6 +55,14 @@ class WTUGeometry:
     ratio_bits: int
     capacity: int
     transform: str = "shift_min"
+    frac_bits: int = 0
+    bucket_octaves: int = 2
+    lut_entries: int = 1
+    mantissa_bits: int = 12
+    refine_passes: int = 0
+    refine_bins: int = 16
+    fill: str = "bucket"
+    pipeline_stages: int = 7
 
     def __post_init__(self):
         if self.mode not in MODES:
@@ -60,6 +74,17 @@ class WTUGeometry:
             raise ValueError(f"capacity ({self.capacity}) must be a positive multiple of lanes ({self.lanes})")
         if self.buckets < 2 or self.score_bits < 2 or self.count_bits < 1 or self.ratio_bits < 1:
             raise ValueError("buckets ≥ 2, score_bits ≥ 2, count_bits ≥ 1 and ratio_bits ≥ 1 are required")
+        if self.transform == "exp2" and self.mode != "topk":
+            if self.mode != "histogram":
+                raise ValueError("the exp2 transform bins while the row loads: it needs histogram mode")
+            if self.bin_shift >= self.score_bits or self.refine_passes * self.digit_bits_exp > self.bin_shift:
+                raise ValueError(f"a bin of 2^{self.bin_shift} score units does not fit {self.score_bits}-bit scores "
+                                 f"or {self.refine_passes} refinement passes of {self.digit_bits_exp} bits")
+            if self.fill != "bucket":
+                raise ValueError("the WTU RTL fills the final bin whole (dre.wtu.exit_fill: bucket); greedy is "
+                                 "golden-only")
+            if not 1 <= self.pipeline_stages <= 7:
+                raise ValueError(f"pipeline_stages ({self.pipeline_stages}) must be 1..7")
 
     @classmethod
     def from_config(cls, cfg) -> "WTUGeometry":
@@ -70,11 +95,42 @@ class WTUGeometry:
             raise ConfigError("resv.score_transform", transform,
                               "has no integer form, so the WTU cannot implement it; use shift_min or relu "
                               "(exp is for the float golden model only).")
+        if transform == "exp2" and w.mode != "topk" and w.exit_fill != "bucket":
+            raise ConfigError("dre.wtu.exit_fill", w.exit_fill,
+                              "is golden-only: the WTU RTL takes the final (sub-)bin whole; use bucket.")
         return cls(lanes=w.lanes, mode=w.mode, buckets=w.buckets, score_bits=w.score_bits, count_bits=w.count_bits,
                    ratio_bits=w.ratio_bits, capacity=w.row_capacity,
-                   transform=transform if transform in TRANSFORMS else "shift_min")
+                   transform=transform if transform in TRANSFORMS else "shift_min",
+                   frac_bits=w.score_frac_bits, bucket_octaves=w.bucket_octaves, lut_entries=w.exp_lut_entries,
+                   mantissa_bits=w.exp_mantissa_bits, refine_passes=w.refine_passes, refine_bins=w.refine_bins,
+                   fill=w.exit_fill, pipeline_stages=w.pipeline_stages)
 
     # ---- derived sizes ---------------------------------------------------------------------------------------
+
+    @property
+    def exp2(self) -> bool:
+        """The exp2 datapath (hdl/wtu_exp.py) is built."""
+        return self.transform == "exp2" and self.mode != "topk"
+
+    @property
+    def bin_shift(self) -> int:
+        """exp2: S, log2 of a bin's width in score units."""
+        return self.bucket_octaves.bit_length() - 1 + self.frac_bits
+
+    @property
+    def digit_bits_exp(self) -> int:
+        """exp2: D, bits of the in-bin position resolved per refinement pass."""
+        return self.refine_bins.bit_length() - 1
+
+    @property
+    def term_bits(self) -> int:
+        """exp2: width of a weight term (count x mantissa << octave in bin)."""
+        return self.count_bits + self.mantissa_bits + self.bucket_octaves - 1
+
+    @property
+    def mass_bits(self) -> int:
+        """exp2: width of a bin mass, a row total and the running sums (cannot overflow over a full row)."""
+        return self.term_bits + max(1, (self.capacity - 1).bit_length()) + 1
 
     @property
     def words(self) -> int:

@@ -11,7 +11,7 @@ from functools import cached_property
 
 from vrex.config import Config, load_config
 
-__all__ = ["Case", "HAMMING_LANES_CASES", "HCU_CASES", "WTU_CASES", "DRE_CASES"]
+__all__ = ["Case", "HAMMING_LANES_CASES", "HCU_CASES", "WTU_CASES", "DRE_CASES", "EXP2", "LINEAR"]
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,11 @@ class Case:
     def config(self) -> Config:
         return self.cfg
 
+
+# The WTU's two score transforms as overrides: the exp2 datapath (the edge default) and the paper's linear rule (the
+# tiny default).
+EXP2 = {"resv.score_transform": "exp2", "dre.wtu.mode": "histogram"}
+LINEAR = {"resv.score_transform": "shift_min", "dre.wtu.mode": "early_exit"}
 
 HAMMING_LANES_CASES = [
     Case("tiny-16b-4lanes", "tiny"),
@@ -48,6 +53,8 @@ RESV_SESSION_CASES = [
                                                       "resv.cluster_code": "majority"}),
     Case("session-exact-all-relu", "tiny", {"resv.selection": "exact", "resv.retrieval_scope": "all",
                                             "resv.score_transform": "relu"}),
+    Case("session-exp2-sinks-stage-ratios", "tiny", {**EXP2, "resv.sink_tokens": 2, "resv.wicsum_ratio": 0.2,
+                                                     "resv.text_wicsum_ratio": 0.5, "resv.wicsum_guard": 0.05}),
     Case("session-topk-layer-global", "tiny", {"dre.wtu.mode": "topk", "resv.cluster_scope": "layer",
                                                "resv.hyperplane_sharing": "per_layer",
                                                "resv.gqa_aggregation": "global"}),
@@ -57,7 +64,8 @@ __all__ += ["RESV_SESSION_CASES"]
 # WTU (hdl/wtu.py): every mode, lanes 1 to 16 (also not a power of two), 2 to 16 buckets, both transforms, score /
 # count widths 10/5, 12/8 and 16/16, capacities that are not powers of two.
 WTU_CASES = [
-    Case("wtu-edge-early_exit", "edge"),                  # 16 lanes, 16 buckets, Q8.8, 16-bit counts, 4096/row
+    Case("wtu-edge-early_exit", "edge", LINEAR),          # 16 lanes, 16 buckets, Q8.8, 16-bit counts, 4096/row
+    Case("wtu-edge-exp2", "edge"),                        # the edge default: exp2, 16 bins x 2 octaves, 1 refinement
     Case("wtu-tiny-early_exit", "tiny"),                  # 4 lanes, 8 buckets, 12-bit scores, 8-bit counts
     Case("wtu-histogram-12buckets", "tiny", {"dre.wtu.mode": "histogram", "dre.wtu.lanes": 8,
                                              "dre.wtu.buckets": 12, "dre.wtu.score_memory_bytes": 192,
@@ -71,6 +79,18 @@ WTU_CASES = [
                                          "dre.wtu.ratio_bits": 6, "dre.wtu.score_memory_bytes": 30,
                                          "dre.wtu.count_memory_bytes": 15}),
     Case("wtu-buckets2", "tiny", {"dre.wtu.buckets": 2, "dre.wtu.lanes": 2, "dre.wtu.score_memory_bytes": 60}),
+    # exp2 datapath (hdl/wtu_exp.py): tiny; 3 lanes, 5 bins of 4 octaves, a one-entry LUT, two refinement passes of
+    # 4 sub-bins, no optional pipeline register; one lane, 1-octave bins, three passes of 2 sub-bins, 4-bit ratio
+    Case("wtu-tiny-exp2", "tiny", EXP2),
+    Case("wtu-exp2-3lanes-2passes-p1", "tiny", {**EXP2, "dre.wtu.lanes": 3, "dre.wtu.score_memory_bytes": 72,
+                                                "dre.wtu.buckets": 5, "dre.wtu.bucket_octaves": 4,
+                                                "dre.wtu.exp_lut_entries": 1, "dre.wtu.refine_bins": 4,
+                                                "dre.wtu.refine_passes": 2, "dre.wtu.pipeline_stages": 1}),
+    Case("wtu-exp2-1lane-3passes-p4", "tiny", {**EXP2, "dre.wtu.lanes": 1, "dre.wtu.score_memory_bytes": 30,
+                                               "dre.wtu.count_memory_bytes": 20, "dre.wtu.bucket_octaves": 1,
+                                               "dre.wtu.refine_bins": 2, "dre.wtu.refine_passes": 3,
+                                               "dre.wtu.pipeline_stages": 4, "dre.wtu.ratio_bits": 4,
+                                               "dre.wtu.exp_mantissa_bits": 5}),
 ]
 
 # HCU: parallel edge, bit-serial, 4-bit slices with and without early exit (and a 2-stage pipeline), `first` with
@@ -92,6 +112,7 @@ HCU_CASES = [
 DRE_CASES = [
     Case("dre-tiny", "tiny"),
     Case("dre-edge", "edge"),
+    Case("dre-tiny-exp2", "tiny", {**EXP2, "dre.hcu.pipeline_stages": 3}),
     Case("dre-topk-slice4", "tiny", {"dre.wtu.mode": "topk", "dre.hcu.bits_per_cycle": 4}),
     Case("dre-histogram-first-bitserial", "tiny", {"dre.wtu.mode": "histogram", "resv.assignment": "first",
                                                    "dre.hcu.full_policy": "join_nearest",

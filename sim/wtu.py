@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from vrex.errors import TraceError
 from vrex.golden.jobs import WTUJob
+from vrex.golden.wtu_exp import ExpParams
 from vrex.golden.wtu import (PASS_OVERHEAD, ROW_OVERHEAD, select_row, wtu_job, wtu_row_cycles,
                              wtu_schedule)
 from vrex.hdl.wtu_layouts import (WTUGeometry, wtu_counts_layout, wtu_group_layout, wtu_row_layout,
@@ -41,8 +42,20 @@ class WTUBenchParams:
     @property
     def golden(self) -> dict:
         g = self.geometry
-        return {"mode": g.mode, "ratio_q": self.ratio_q, "ratio_bits": g.ratio_bits, "buckets": g.buckets,
-                "k": self.k, "transform": g.transform}
+        out = {"mode": g.mode, "ratio_q": self.ratio_q, "ratio_bits": g.ratio_bits, "buckets": g.buckets,
+               "k": self.k, "transform": g.transform}
+        if g.exp2:
+            out["exp"] = ExpParams(g.frac_bits, g.buckets, g.bucket_octaves, g.lut_entries, g.mantissa_bits,
+                                   g.refine_passes, g.refine_bins, g.fill)
+        return out
+
+    @property
+    def timing(self) -> dict:
+        """``golden`` plus what only the cycle model needs (the exp2 datapath's pipeline depth)."""
+        out = self.golden
+        if self.geometry.exp2:
+            out["pipeline_stages"] = self.geometry.pipeline_stages
+        return out
 
     @property
     def statics(self) -> dict:
@@ -151,6 +164,7 @@ def corner_jobs(cfg) -> dict[str, WTUJob]:
     rng = random.Random(17)
     ones = (1,) * n
     k = cfg.dre.wtu.topk_k
+    bin_shift = min(g.bin_shift if g.exp2 else 5, g.score_bits - 2)
     tie_n = min(cap, max(k + 4, 2 * L))
     ties = [rng.randint(lo, 0) for _ in range(tie_n)]
     for j in rng.sample(range(tie_n), min(tie_n, k + 3)):   # k + 3 clusters share the largest value
@@ -171,6 +185,9 @@ def corner_jobs(cfg) -> dict[str, WTUJob]:
         "format_extremes": WTUJob("format_extremes", ((1 << g.count_bits) - 1,) * n,
                                   (tuple(hi if j % 2 else lo for j in range(n)),)),
         "many_rows": WTUJob("many_rows", ones, tuple(random_row(g, n, s, rng) for s in ROW_SHAPES)),
+        # the top and the bottom of one exp2 bin (2^S score units): which one carries the threshold depends on the
+        # LUT's values at both ends of the fraction range (at ratio 0.3: the top one alone)
+        "exp2_lut_order": WTUJob("exp2_lut_order", (1, 3), (((1 << bin_shift) - 1, 0),)),
     }
 
 
@@ -265,7 +282,7 @@ def make_bench(cfg, *, n: int = 200, seed: int = 1, p_valid: float = 0.7, p_read
 def model_schedule(params: WTUBenchParams, jobs) -> dict[str, list[int]]:
     """The cycle model's handshake cycles of every port under no back-pressure, from the first count beat."""
     return wtu_schedule([(j.counts, j.rows) for j in jobs], capacity=params.geometry.capacity,
-                        lanes=params.geometry.lanes, **params.golden)
+                        lanes=params.geometry.lanes, **params.timing)
 
 
 def no_stall_cycles(params: WTUBenchParams, jobs) -> int:
@@ -298,7 +315,7 @@ def measured_rows(bench: StreamBench, result, params: WTUBenchParams, jobs) -> l
                 continue
             end, last = beats[-1]
             status = unpack(lr, last)
-            model = wtu_row_cycles(row, job.counts, lanes=g.lanes, **params.golden)
+            model = wtu_row_cycles(row, job.counts, lanes=g.lanes, **params.timing)
             out.append({"n": n, "words": w, "measured": end - start, "model": model.cycles,
                         "selection_passes": model.selection_passes, "walk_cycles": model.walk_cycles,
                         "selected": status["selected"], "buckets_walked": status["buckets_walked"]})
@@ -313,7 +330,7 @@ def measure_cycles(cfg) -> dict:
     ``overhead``, ``per_unit`` and ``per_pass_overhead`` are the constants of the cycle model
     (``vrex.golden.wtu.wtu_row_cycles``) and ``model_matches`` says whether every measured row equals it.
     """
-    from vrex.hdl.wtu import WTU
+    from vrex.hdl.wtu import wtu_for
 
     from .amaranth_run import run_checked
 
@@ -323,7 +340,7 @@ def measure_cycles(cfg) -> dict:
     jobs = [peaked_job(g, n, rows, rng, f"measure.{n}")
             for n, rows in ((max(1, g.capacity // 4), 2), (g.capacity, 1))]
     bench = make_bench(cfg, jobs=jobs, p_valid=1.0, p_ready=1.0, name="wtu-measure")
-    result = run_checked(WTU(g), bench, "the WTU cycle-measurement run")
+    result = run_checked(wtu_for(g), bench, "the WTU cycle-measurement run")
     rows = measured_rows(bench, result, params, jobs)
     mean = lambda xs: sum(xs) / len(xs)   # noqa: E731
     po = PASS_OVERHEAD[g.mode]

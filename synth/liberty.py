@@ -50,7 +50,7 @@ KNOWN_LIBRARIES = {
         description="SkyWater 130 nm sky130_fd_sc_hd, typical corner, 25 °C, 1.80 V"),
     "asap7": KnownLibrary(
         tuple(f"asap7sc7p5t_{k}_RVT_TT_nldm.lib" for k in ("SIMPLE", "INVBUF", "AO", "OA", "SEQ")), 7.0,
-        "BUFx2_ASAP7_75t_R", (), ("asap7sc7p5t_SEQ_RVT_TT_nldm.lib",),
+        "BUFx2_ASAP7_75t_R", ("*x1p*_ASAP7*", "*xp*_ASAP7*", "SDF*", "ICG*"), ("asap7sc7p5t_SEQ_RVT_TT_nldm.lib",),
         description="ASAP7 7 nm predictive PDK, RVT, typical corner, 0.7 V (five split libraries)"),
 }
 

@@ -64,7 +64,7 @@ def _abc_script(effort: str, period_ps: float) -> str:
     if effort == "full":
         return ""
     d = f"-D,{period_ps:.0f}"
-    return f" -script +strash;dc2;map,{d};topo;buffer;upsize,{d};dnsize,{d};stime,-p"
+    return f" -script +strash;dch;map,{d};topo;buffer;upsize,{d};dnsize,{d};stime,-p"
 
 
 def _module_name(name: str) -> str:
@@ -112,7 +112,7 @@ hierarchy -check -top {top}
 opt -fast -full
 memory_map
 opt -full
-techmap
+techmap -map +/techmap.v -map +/choices/kogge-stone.v
 opt -fast
 {"" if tech.synth_effort == "fast" else "abc" + chr(10) + "opt -fast" + chr(10)}dfflibmap {seq}{dont}
 abc {libs}{dont} -constr abc.constr -D {period_ps:.0f}{_abc_script(tech.synth_effort, period_ps)}

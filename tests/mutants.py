@@ -46,3 +46,18 @@ def wtu_ties_to_higher_index(scores, counts, **kw):
     """WTU top-k: ties at the k-th value go to the higher index."""
     order = sorted(range(len(scores)), key=lambda j: (-scores[j], -j))[:kw["k"]]
     return gw.RowSelection(sum(1 << j for j in order), 0, 0, 0)
+
+
+def wtu_exp2_skips_refinement(scores, counts, **kw):
+    """WTU exp2: takes the whole exit bin (no refinement pass)."""
+    exp = kw.pop("exp")
+    return gw.select_row(scores, counts, exp=dataclasses.replace(exp, refine_passes=0), **kw)
+
+
+def wtu_exp2_reversed_lut(scores, counts, **kw):
+    """WTU exp2: the 2^fraction LUT read in reverse (fraction index bits inverted)."""
+    from vrex.golden.wtu_exp import exp_lut, select_exp2
+    exp = kw["exp"]
+    lut = tuple(reversed(exp_lut(exp.lut_entries, exp.mantissa_bits)))
+    return select_exp2(list(scores), list(counts), ratio_q=kw["ratio_q"], ratio_bits=kw["ratio_bits"], params=exp,
+                       lut=lut)

@@ -18,7 +18,10 @@ def test_builtin_configs_load_and_differ():
 def test_default_is_the_paper_edge_system():
     cfg = load_config()
     assert cfg == load_config("edge")
-    assert (cfg.resv.hash_bits, cfg.resv.hamming_threshold, cfg.resv.wicsum_ratio) == (32, 7, 0.3)
+    assert (cfg.resv.hash_bits, cfg.resv.hamming_threshold) == (32, 7)
+    # the selection rule chosen from real-LLM measurements (docs/decisions.md): exp2 weights, per-stage ratios
+    assert (cfg.resv.score_transform, cfg.dre.wtu.mode) == ("exp2", "histogram")
+    assert (cfg.resv.wicsum_ratio, cfg.resv.text_wicsum_ratio) == (0.1, 0.2)
     assert (cfg.dre.hcu.lanes, cfg.dre.wtu.lanes, cfg.system.cores, cfg.system.clock_mhz) == (16, 16, 8, 800.0)
     assert (cfg.model.layers, cfg.model.query_heads, cfg.model.kv_heads, cfg.model.head_dim) == (32, 32, 8, 128)
     # the DRE memories of paper Fig. 10: 128 B + 4 KB + 8 KB + 8 KB = 20.125 KB
@@ -106,7 +109,7 @@ def test_overrides_validate():
 def test_derived_widths():
     w = load_config("edge").dre.wtu
     assert (w.product_bits, w.acc_bits) == (32, 44)
-    assert load_config("edge").ratio_fixed == round(0.3 * 65536)
+    assert load_config("edge").ratio_fixed == round(0.1 * 65536)
 
 
 EXP2 = "resv:\n  score_transform: exp2\ndre:\n  wtu:\n    mode: histogram\n"
@@ -127,7 +130,7 @@ EXP2 = "resv:\n  score_transform: exp2\ndre:\n  wtu:\n    mode: histogram\n"
     (EXP2 + "    exp_mantissa_bits: 24\n    count_bits: 20\n    bucket_octaves: 4\n    score_memory_bytes: 1048576\n"
             "    count_memory_bytes: 1310720\n",
      "dre.wtu.exp_mantissa_bits = 24: gives 67-bit row sums over 524288 clusters; at most 62 are supported."),
-    ("resv:\n  score_transform: exp2\n", "dre.wtu.mode = 'early_exit': cannot run resv.score_transform = exp2"),
+    ("dre:\n  wtu:\n    mode: early_exit\n", "dre.wtu.mode = 'early_exit': cannot run resv.score_transform = exp2"),
     ("resv:\n  wicsum_ratio: 0.9\n  wicsum_guard: 0.2\n", "resv.wicsum_ratio = 0.9: plus resv.wicsum_guard (0.2) "
                                                         "must be ≤ 1.0, the largest ratio the WTU's ratio input holds."),
     ("resv:\n  text_wicsum_ratio: 0.000001\n", "resv.text_wicsum_ratio = 1e-06: plus resv.wicsum_guard rounds to 0 in "
@@ -138,10 +141,10 @@ def test_exp2_and_ratio_rules(tmp_path, text, message):
 
 
 def test_exp2_rules_apply_only_with_the_exp2_transform():
-    cfg = load_config("edge").with_overrides({"dre.wtu.score_frac_bits": 2, "dre.wtu.refine_passes": 8})
+    cfg = load_config("tiny").with_overrides({"dre.wtu.score_frac_bits": 2, "dre.wtu.refine_passes": 8})
     assert cfg.dre.wtu.refine_passes == 8
     w = load_config("edge").dre.wtu
-    assert (w.exp_term_bits, w.exp_sum_bits) == (16 + 12 + 1, 29 + 12 + 1)
+    assert (w.exp_term_bits, w.exp_sum_bits) == (16 + 8 + 1, 25 + 12 + 1)
 
 
 def test_stage_ratios_and_guard():

@@ -55,7 +55,7 @@ def _replay_wtu(cfg, wtu_jobs, outcomes):
         agg = 0
         for row, mask in zip(job.rows, out.row_masks, strict=True):
             assert len(row) == len(job.counts) and all(lo <= s <= hi for s in row)
-            sel = select_row(list(row), list(job.counts), **kw)
+            sel = select_row(list(row), list(job.counts), **{**kw, "ratio_q": out.ratio_q})
             assert sel.mask == mask
             agg |= mask
         assert agg == out.mask

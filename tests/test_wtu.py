@@ -11,7 +11,7 @@ from conftest import params
 from vrex.errors import ConfigError
 from vrex.golden import wtu as gw
 from vrex.golden.jobs import WTUJob, load_jobs, random_jobs, save_jobs
-from vrex.hdl.wtu import WTU
+from vrex.hdl.wtu import WTU, wtu_for
 from vrex.hdl.wtu_layouts import wtu_group_layout, wtu_row_layout
 from vrex.sim.amaranth_run import run_amaranth
 from vrex.sim.bench import unpack
@@ -124,15 +124,18 @@ def test_topk_k_extremes(case, k):
 # ---- a deliberately wrong reference must fail -----------------------------------------------------------------
 
 
-mutant_walks_one_bucket_less, mutant_ties_to_higher_index = mutants.wtu_walks_one_bucket_less, mutants.wtu_ties_to_higher_index
+BY_ID = {c.id: c for c in WTU_CASES}
+MUTANTS = [pytest.param("wtu-tiny-early_exit", mutants.wtu_walks_one_bucket_less, id="wicsum-walks-one-bucket-less"),
+           pytest.param("wtu-topk-k8", mutants.wtu_ties_to_higher_index, id="topk-ties-to-higher-index"),
+           pytest.param("wtu-tiny-exp2", mutants.wtu_exp2_skips_refinement, id="exp2-skips-refinement"),
+           pytest.param("wtu-tiny-exp2", mutants.wtu_exp2_reversed_lut, id="exp2-reversed-lut")]
 
 
-@pytest.mark.parametrize("case", params([WTU_CASES[1], WTU_CASES[3]]))
-def test_amaranth_catches_a_wrong_reference(case):
-    cfg = case.config()
-    topk = cfg.dre.wtu.mode == "topk"
-    mutant = mutant_ties_to_higher_index if topk else mutant_walks_one_bucket_less
-    jobs = random_wtu_jobs(cfg, 200, seed=2) + [corner_jobs(cfg)["ties_at_k"]]
+@pytest.mark.parametrize("case_id, mutant", MUTANTS)
+def test_amaranth_catches_a_wrong_reference(case_id, mutant):
+    cfg = BY_ID[case_id].config()
+    corners = corner_jobs(cfg)
+    jobs = random_wtu_jobs(cfg, 200, seed=2) + [corners["ties_at_k"], corners["exp2_lut_order"]]
     bench = make_bench(cfg, jobs=jobs, reference=mutant)
     report = run_amaranth(WTU.from_config(cfg), bench).report(bench)
     assert "mismatching transaction" in report and "mask=" in report
@@ -305,7 +308,7 @@ def test_control_input_is_sampled_at_each_job_start(mode):
         p = bench_params(cfg, **({"k": value} if mode == "topk" else {"ratio_q": value}))
         sel = gw.wtu_job(job.counts, job.rows, capacity=g.capacity, **p.golden)
         expected += [r.mask for r in sel.rows]
-    dut = WTU(g)
+    dut = wtu_for(g)
     port = dut.k if mode == "topk" else dut.ratio
     got = []
 

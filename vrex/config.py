@@ -134,9 +134,9 @@ class ReSVConfig(_Section):
     hash_bits: int = param(32, "N_hp: random hyperplanes = hash code width in bits.", min=2, max=1024)
     hamming_threshold: int = param(
         7, "Th_hd: a token joins a cluster whose Hamming distance is strictly below this value.", min=0)
-    wicsum_ratio: float = param(0.3, "Th_r-wics of frame steps: select clusters until the weighted sum exceeds "
+    wicsum_ratio: float = param(0.1, "Th_r-wics of frame steps: select clusters until the weighted sum exceeds "
                                 "ratio x total.", min=0.0, max=1.0)
-    text_wicsum_ratio: float = param(0.3, "Th_r-wics of question and answer steps (the WTU's ratio input is set per "
+    text_wicsum_ratio: float = param(0.2, "Th_r-wics of question and answer steps (the WTU's ratio input is set per "
                                      "job).", min=0.0, max=1.0)
     wicsum_guard: float = param(0.0, "Margin added to both ratios (covers the fixed-point exp's error).",
                                 min=0.0, max=1.0)
@@ -153,7 +153,7 @@ class ReSVConfig(_Section):
     cluster_code: Literal["first", "majority"] = param(
         "first", "Cluster code: the first member's code, or the bitwise majority of members (Q5).")
     score_transform: Literal["shift_min", "relu", "exp2", "exp"] = param(
-        "shift_min", "Non-negative transform of cluster scores before WiCSum (Q9): linear (shift_min, relu), the "
+        "exp2", "Non-negative transform of cluster scores before WiCSum (Q9): linear (shift_min, relu), the "
                      "WTU's fixed-point softmax weight 2^(s - max) on log2-unit scores (exp2), or float exp (golden "
                      "only).")
     selection: Literal["bucketed", "exact"] = param(
@@ -215,7 +215,7 @@ class WTUConfig(_Section):
 
     lanes: int = param(16, "N_WTU-w: scores processed per cycle.", min=1, max=256)
     mode: Literal["early_exit", "histogram", "topk"] = param(
-        "early_exit", "Bucket-by-bucket early exit (paper), one-pass histogram variant, or fixed top-k (baselines).")
+        "histogram", "Bucket-by-bucket early exit (paper), one-pass histogram variant, or fixed top-k (baselines).")
     buckets: int = param(16, "Score buckets over [min, max] (power-of-two widths; paper Fig. 11 suggests ~20).",
                          min=2, max=256)
     score_bits: int = param(16, "Signed fixed-point score width at the WTU input.", min=4, max=32)
@@ -231,9 +231,11 @@ class WTUConfig(_Section):
                                 min=1, max=64)
     exp_lut_entries: int = param(16, "exp2: entries of the 2^fraction LUT (power of two, at most "
                                  "2^score_frac_bits; centre values).", min=1, max=4096)
-    exp_mantissa_bits: int = param(12, "exp2: bits of each LUT value (the weight mantissa).", min=2, max=24)
+    exp_mantissa_bits: int = param(8, "exp2: bits of each LUT value (the weight mantissa).", min=2, max=24)
     refine_passes: int = param(1, "exp2: passes that split the exit bin into refine_bins sub-bins.", min=0, max=8)
     refine_bins: int = param(16, "exp2: sub-bins per refinement pass (power of two).", min=2, max=256)
+    pipeline_stages: int = param(7, "exp2: register stages of the WTU lane datapath between the memory-capture "
+                                 "register and the bin accumulators (fmax vs cycles per pass).", min=1, max=7)
     exit_fill: Literal["bucket", "greedy"] = param(
         "bucket", "exp2: take the final (sub-)bin whole (bucket), or its clusters in index order until the sum "
                   "exceeds the threshold (greedy).")

@@ -1,0 +1,532 @@
+"""ExpWTU — the WTU with the exp2 transform: softmax-like fixed-point weights, bins anchored at the row maximum,
+refinement passes over the exit bin; pipelined for the paper's 800 MHz.
+
+Selection semantics: ``vrex.golden.wtu_exp.select_exp2`` (``bucket`` fill), bit for bit. Ports and protocol:
+those of :class:`vrex.hdl.wtu.WTU` (docs/formats.md §WTU), which builds this class for ``resv.score_transform =
+exp2``.
+"""
+
+import math
+
+from amaranth import Array, Cat, Const, Module, Mux, Signal, signed, unsigned
+from amaranth.lib import data, enum, memory, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .arith import named, popcount, sum_tree
+from .wtu_lanes import lane_valid, reduce_tree
+from .wtu_layouts import WTUGeometry, wtu_counts_layout, wtu_group_layout, wtu_row_layout, wtu_scores_layout
+
+__all__ = ["ExpWTU", "STAGE_CUTS", "RATIO_CHUNK", "exp_latencies", "accumulator_slots", "exp_lut"]
+
+# Optional register boundaries of the lane datapath, in the order ``pipeline_stages`` adds them: after the multiply,
+# after the per-bin adder trees, after the LUT, in the middle of the trees, between the array shift and the
+# accumulate, after the octave shift. ``pipeline_stages = P`` registers the first P - 1 (P = 1: capture register,
+# then one combinational path into the accumulators).
+STAGE_CUTS = ("mul", "hist", "lut", "tree", "merge", "shift")
+RATIO_CHUNK = 4            # ratio bits per partial product of total · ratio
+
+
+class _Phase(enum.Enum, shape=2):
+    LOAD = 0
+    REFINE = 1
+    MASK = 2
+
+
+def exp_latencies(g: WTUGeometry) -> dict:
+    """Fixed latencies (cycles) of the exp2 datapath, the constants of the cycle model
+    (``vrex.golden.wtu.exp2_latencies`` states the same; the cycle tests prove both equal to the RTL).
+
+    ``pass``: from a pass's last word (accept or issue) to its last accumulation: memory and capture registers,
+    the optional cuts, the accumulator; ``prefix``: Kogge-Stone levels over the ``nacc`` slots, one per register;
+    ``fin``: after the load (input register, prefix sums, total, ratio product, compare, priority encoder,
+    local threshold); ``walk``: after a refinement pass (input register, prefix sums, compare, encoder, one spare).
+    """
+    cuts = len(STAGE_CUTS[:g.pipeline_stages - 1])
+    nacc = accumulator_slots(g)
+    prefix = max(1, (nacc - 1).bit_length())
+    chunks = -(-(g.ratio_bits + 1) // RATIO_CHUNK)
+    ratio_levels = (chunks - 1).bit_length()
+    return {"pass": 3 + cuts, "prefix": prefix, "fin": prefix + ratio_levels + 7, "walk": prefix + 4}
+
+
+def accumulator_slots(g: WTUGeometry) -> int:
+    """Bin accumulators: the next power of two ≥ max(buckets, refine_bins) (slots are bins mod this number)."""
+    return 1 << (max(g.buckets, g.refine_bins) - 1).bit_length()
+
+
+def exp_lut(entries: int, mantissa_bits: int) -> tuple[int, ...]:
+    """The 2^fraction LUT: ``round(2^(M-1) · 2^((x + ½)/E))`` (centre values; docs/formats.md §WTU exp2)."""
+    return tuple(int(math.floor((1 << (mantissa_bits - 1)) * 2.0 ** ((x + 0.5) / entries) + 0.5))
+                 for x in range(entries))
+
+
+def _named_list(m, name, values, shape=None):
+    return [named(m, v, f"{name}{i}", shape) for i, v in enumerate(values)]
+
+
+class ExpWTU(wiring.Component):
+    """WiCSum threshold unit with the exp2 transform (``histogram`` mode).
+
+    Parameters
+    ----------
+    geometry : WTUGeometry
+        with ``transform = "exp2"`` (``WTUGeometry.from_config(cfg)``).
+
+    Members
+    -------
+    counts, scores, row, group, ratio : as :class:`vrex.hdl.wtu.WTU`.
+
+    Micro-architecture (``L`` lanes; docs/formats.md §WTU exp2)
+    -----------------------------------------------------------
+    Memories as the WTU's: scores (``capacity / L`` words of L signed scores), counts and the aggregated mask, one
+    read and one write port each. Every memory read is captured in a register before any logic (stage A), so the
+    SRAM access time is a path of its own.
+
+    - **Load and bin.** While a row streams in, each beat goes through the lane datapath: bin ``s >> S`` and
+      in-bin position, LUT mantissa, ``count × mantissa``, ``<< octave``, a histogram of the beat relative to its
+      own top bin (``buckets`` masked adder trees, with member counts), then the merge into the bin accumulators:
+      when a beat raises the row's top bin by Δ, the accumulator array moves Δ bins down (bins falling out of the
+      window are dropped), so the bins are those of the final maximum whatever the order (the golden rule).
+    - **Threshold and walk** (fixed latency ``fin``): Kogge-Stone prefix sums of ``q_i = M_i >> (i·octaves)``
+      from the top bin, ``total · ratio``, all compares ``cum_i · 2^R > total · ratio`` at once, a priority encoder
+      for the exit bin ``e``, and the local threshold ``Tloc = (T - acc_before + 1) << (e·octaves)`` that the
+      refinement compares against in the exit bin's own units.
+    - **Refinement** (up to ``refine_passes``, skipped when the window holds fewer than 2 clusters): a pass re-reads
+      the row, bins the window's members into ``refine_bins`` sub-bins through the same lane datapath, and a walk of
+      fixed latency ``walk`` (prefix sums from the top, compares against ``Tloc - R_base``, priority encoder) picks
+      the sub-bin that becomes the next window.
+    - **Mask**: one pass emits ``s ≥ L`` (the final window's lower bound; everything when ``T ≥ total``), ORs it
+      into the aggregation memory and, on the job's last row, emits the group mask. Only this pass can be stalled
+      by the outputs; the others never stall.
+
+    Latency (no back-pressure, ``W = ceil(N / L)``): ``vrex.golden.wtu.wtu_row_cycles`` (exact, tested).
+    """
+
+    def __init__(self, geometry: WTUGeometry):
+        if not geometry.exp2:
+            raise ValueError("ExpWTU needs an exp2 geometry (transform exp2, histogram mode)")
+        self._g = g = geometry
+        super().__init__({
+            "counts": In(stream.Signature(wtu_counts_layout(g))),
+            "scores": In(stream.Signature(wtu_scores_layout(g))),
+            "row": Out(stream.Signature(wtu_row_layout(g))),
+            "group": Out(stream.Signature(wtu_group_layout(g))),
+            "ratio": In(g.ratio_bits + 1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        g = self._g
+        L, B, C, R = g.lanes, g.score_bits, g.count_bits, g.ratio_bits
+        CAP, NB, WORDS = g.capacity, g.clusters_bits, g.words
+        K, S, F, O = g.buckets, g.bin_shift, g.frac_bits, g.bucket_octaves.bit_length() - 1
+        D, NBINS, PASSES = g.digit_bits_exp, g.refine_bins, g.refine_passes
+        NACC = accumulator_slots(g)
+        LB, M = g.lut_entries.bit_length() - 1, g.mantissa_bits
+        BBW = B - S                               # bin index width (signed)
+        TB, MB = g.term_bits, g.mass_bits
+        IW = max(1, (NACC - 1).bit_length())      # accumulator index width
+        DEPTH = max(2, WORDS)
+        cuts = set(STAGE_CUTS[:g.pipeline_stages - 1])
+        lat = exp_latencies(g)
+
+        # ---- memories ------------------------------------------------------------------------------------
+        m.submodules.score_mem = score_mem = memory.Memory(
+            shape=data.ArrayLayout(signed(B), L), depth=DEPTH, init=[])
+        score_wr, score_rd = score_mem.write_port(), score_mem.read_port()
+        m.submodules.count_mem = count_mem = memory.Memory(
+            shape=data.ArrayLayout(unsigned(C), L), depth=DEPTH, init=[])
+        count_wr, count_rd = count_mem.write_port(), count_mem.read_port()
+        m.submodules.agg_mem = agg_mem = memory.Memory(shape=unsigned(L), depth=DEPTH, init=[])
+        agg_wr, agg_rd = agg_mem.write_port(), agg_mem.read_port()
+
+        # ---- job and row state -----------------------------------------------------------------------------
+        n_clusters = Signal(NB)
+        job_error = Signal()
+        first_count = Signal(init=1)
+        count_rem = Signal(NB)
+        count_word = Signal(range(DEPTH))
+        ratio_r = Signal(R + 1)
+        first_row = Signal()
+        job_last = Signal()
+        load_rem = Signal(NB)
+        load_word = Signal(range(DEPTH))
+        phase = Signal(_Phase)
+        rd_rem = Signal(NB)
+        rd_word = Signal(range(DEPTH))
+        timer = Signal(range(lat["pass"] + max(lat["fin"], lat["walk"]) + 2))
+
+        top_run = Signal(signed(BBW))             # A: top bin of the beats merged so far
+        first_beat = Signal()                     # the next merged beat is the row's first
+        e_r = Signal(range(K))                    # exit bin (window index)
+        low = Signal(signed(B + 2))               # lower bound of the current window
+        lvl = Signal(range(PASSES + 1))           # refinement passes done
+        tloc = Signal(MB)                         # (T - acc_before + 1) << (e·octaves)
+        tcmp = Signal(MB + 1)                     # Tloc - R_base: the walk's compare value
+        sel_all = Signal()
+        walked = Signal(g.walked_bits)
+        sel_count = Signal(NB)
+
+        # ---- output registers (as the WTU's) ------------------------------------------------------------------
+        row_free = ~self.row.valid | self.row.ready
+        group_free = ~self.group.valid | self.group.ready
+        out_free = row_free & (~job_last | group_free)
+        row_load, group_load = Signal(), Signal()
+        row_next = Signal(wtu_row_layout(g))
+        group_next = Signal(wtu_group_layout(g))
+        with m.If(self.row.ready):
+            m.d.sync += self.row.valid.eq(0)
+        with m.If(row_load):
+            m.d.sync += [self.row.valid.eq(1), self.row.payload.eq(row_next)]
+        with m.If(self.group.ready):
+            m.d.sync += self.group.valid.eq(0)
+        with m.If(group_load):
+            m.d.sync += [self.group.valid.eq(1), self.group.payload.eq(group_next)]
+
+        # ---- stage M (memory / input register) and stage A (capture) --------------------------------------------
+        issue, load_accept = Signal(), Signal()
+        mv, m_rem, m_word = Signal(), Signal(NB), Signal(range(DEPTH))
+        m_load_scores = Signal(data.ArrayLayout(signed(B), L))
+        av, a_rem, a_word = Signal(), Signal(NB), Signal(range(DEPTH))
+        a_s = [Signal(signed(B), name=f"a_s{lane}") for lane in range(L)]
+        a_c = [Signal(C, name=f"a_c{lane}") for lane in range(L)]
+        a_agg = Signal(L)
+        mask_phase = phase == _Phase.MASK
+        a_consume = Signal()                      # the mask beat in stage A goes to the outputs this cycle
+        adv = Signal()                            # stages M and A advance
+        m.d.comb += [a_consume.eq(av & mask_phase & out_free), adv.eq(~mask_phase | ~av | out_free)]
+
+        with m.If(load_accept):
+            m.d.sync += [mv.eq(1), m_rem.eq(load_rem), m_word.eq(load_word),
+                         m_load_scores.eq(self.scores.payload.scores)]
+        with m.Elif(issue):
+            m.d.sync += [mv.eq(1), m_rem.eq(rd_rem), m_word.eq(rd_word)]
+        with m.Elif(adv):
+            m.d.sync += mv.eq(0)
+        with m.If(adv):
+            m.d.sync += [av.eq(mv), a_rem.eq(m_rem), a_word.eq(m_word), a_agg.eq(agg_rd.data)]
+            for lane in range(L):
+                m.d.sync += [a_s[lane].eq(Mux(phase == _Phase.LOAD, m_load_scores[lane], score_rd.data[lane])),
+                             a_c[lane].eq(count_rd.data[lane])]
+        m.d.comb += [score_rd.addr.eq(rd_word), score_rd.en.eq(issue), agg_rd.addr.eq(rd_word), agg_rd.en.eq(issue),
+                     score_wr.addr.eq(load_word), score_wr.data.eq(self.scores.payload.scores),
+                     score_wr.en.eq(load_accept),
+                     count_rd.addr.eq(Mux(load_accept, load_word, rd_word)), count_rd.en.eq(load_accept | issue)]
+
+        # ---- stage B: bins, LUT, window ---------------------------------------------------------------------
+        valid = _named_list(m, "valid", lane_valid(a_rem, L), 1)
+        lut = Array(Const(v, M) for v in exp_lut(g.lut_entries, M))
+        bins = _named_list(m, "bin", [x[S:].as_signed() for x in a_s], signed(BBW))
+        mant = _named_list(m, "mant", [lut[x[F - LB:F]] if LB else lut[0] for x in a_s], M)
+        octv = _named_list(m, "oct", [x[F:S] if O else Const(0, 1) for x in a_s])
+        beat_top = reduce_tree(m, "beat_top", [Mux(v, b, Const(-(1 << (BBW - 1)), signed(BBW)))
+                                               for v, b in zip(valid, bins)],
+                               lambda a, b: Mux(b > a, b, a), signed(BBW))
+        levels = [S - k * D for k in range(max(1, PASSES))]       # window width shift w at each level
+        inwin, sub = [], []
+        for lane, x in enumerate(a_s):
+            hit = [x[w:] == low[w:B] for w in levels]
+            u = [x[w - D:w] for w in levels]
+            inwin.append(named(m, valid[lane] & (Array(hit)[lvl] if len(levels) > 1 else hit[0]), f"inwin{lane}"))
+            sub.append(named(m, Array(u)[lvl] if len(levels) > 1 else u[0], f"sub{lane}", D))
+        refine = phase == _Phase.REFINE
+        key = [Mux(refine, sub[lane], bins[lane]) for lane in range(L)]
+        flag = [Mux(refine, inwin[lane], valid[lane]) for lane in range(L)]
+        a_live = av & ~mask_phase
+
+        stage = {"v": a_live, "ref": refine, "top": beat_top, "m": mant, "o": octv, "c": a_c, "k": key, "f": flag}
+        stage = self._cut(m, "lut", stage, cuts)
+        # stage C: multiply
+        stage["p"] = [named(m, c * mm, f"prod{lane}") for lane, (c, mm) in enumerate(zip(stage["c"], stage["m"]))]
+        del stage["c"], stage["m"]
+        stage = self._cut(m, "mul", stage, cuts)
+        # stage D: octave shift; accumulator slot (absolute bin mod NACC, or the sub-bin); lanes within the beat's
+        # window; one select bit per (slot, lane)
+        stage["t"] = [named(m, (p << o)[:TB], f"term{lane}", TB) for lane, (p, o) in enumerate(zip(stage["p"], stage["o"]))]
+        rel = [named(m, stage["top"] - k.as_signed(), f"rel{lane}", signed(BBW + 1)) for lane, k in enumerate(stage["k"])]
+        slot = [named(m, Mux(stage["ref"], k[:D], k[:IW]), f"slot{lane}", IW) for lane, k in enumerate(stage["k"])]
+        keep = [named(m, f & (stage["ref"] | (r < K)), f"keep{lane}") for lane, (f, r) in enumerate(zip(stage["f"], rel))]
+        stage["sel"] = [named(m, keep[lane] & (slot[lane] == b), f"sel{b}_{lane}") for b in range(NACC) for lane in range(L)]
+        del stage["p"], stage["o"], stage["k"], stage["f"]
+        stage = self._cut(m, "shift", stage, cuts)
+        # stage E: per-slot masked adder trees over lane groups of four, then over the groups
+        groups = [list(range(i, min(L, i + 4))) for i in range(0, L, 4)]
+        part, partc = [], []
+        for b in range(NACC):
+            sel = stage["sel"][b * L:(b + 1) * L]
+            part.append([named(m, sum_tree([Mux(sel[lane], stage["t"][lane], 0) for lane in grp]), f"part{b}_{gi}")
+                         for gi, grp in enumerate(groups)])
+            partc.append([named(m, popcount(Cat(*[sel[lane] for lane in grp])), f"partc{b}_{gi}")
+                          for gi, grp in enumerate(groups)])
+        stage2 = {"v": stage["v"], "ref": stage["ref"], "top": stage["top"],
+                  "ps": [x for row in part for x in row], "pc": [x for row in partc for x in row]}
+        stage2 = self._cut(m, "tree", stage2, cuts)
+        ng = len(groups)
+        hist = [named(m, sum_tree(stage2["ps"][b * ng:(b + 1) * ng]), f"hist{b}") for b in range(NACC)]
+        histc = [named(m, sum_tree(stage2["pc"][b * ng:(b + 1) * ng]), f"histc{b}") for b in range(NACC)]
+        stage3 = {"v": stage2["v"], "ref": stage2["ref"], "top": stage2["top"], "h": hist, "hc": histc}
+        stage3 = self._cut(m, "hist", stage3, cuts)
+
+        # stage F1: running top bin A. Slot s holds the window bin congruent to s mod NACC (a circular window, so a
+        # rising maximum clears slots instead of moving the array): the beat's slots outside A's window are
+        # masked, and accumulator slots whose bin falls out of the window are cleared.
+        v3, ref3, top3 = stage3["v"], stage3["ref"], stage3["top"]
+        top_new = named(m, Mux(first_beat | (top3 > top_run), top3, top_run), "top_new", signed(BBW))
+        d_arr = named(m, _clamp(m, "d_arr", (top_new - top_run).as_unsigned()[:BBW + 1], K), "d_arr_c")
+        d_beat = named(m, _clamp(m, "d_beat", (top_new - top3).as_unsigned()[:BBW + 1], K), "d_beat_c")
+        with m.If(v3 & ~ref3):
+            m.d.sync += [top_run.eq(top_new), first_beat.eq(0)]
+        h_in, hc_in, keep_acc = [], [], []
+        for b in range(NACC):
+            r_beat = named(m, (top3[:IW] - b)[:IW], f"r_beat{b}", IW)
+            r_old = named(m, (top_run[:IW] - b)[:IW], f"r_old{b}", IW)
+            win = named(m, ref3 | (r_beat + d_beat < K), f"win{b}")
+            keep_acc.append(named(m, ref3 | (~first_beat & (r_old + d_arr < K)), f"keep_acc{b}"))
+            h_in.append(Mux(win, stage3["h"][b], 0))
+            hc_in.append(Mux(win, stage3["hc"][b], 0))
+        stage4 = {"v": v3, "h": h_in, "hc": hc_in, "k": keep_acc}
+        stage4 = self._cut(m, "merge", stage4, cuts)
+        # stage F2: accumulate
+        acc = [Signal(MB, name=f"acc{b}") for b in range(NACC)]
+        accc = [Signal(NB, name=f"accc{b}") for b in range(NACC)]
+        acc_clear = Signal()
+        with m.If(acc_clear):
+            m.d.sync += [a.eq(0) for a in acc] + [a.eq(0) for a in accc]
+        with m.Elif(stage4["v"]):
+            m.d.sync += [a.eq(Mux(k, a, 0) + h) for a, k, h in zip(acc, stage4["k"], stage4["h"])]
+            m.d.sync += [a.eq(Mux(k, a, 0) + h) for a, k, h in zip(accc, stage4["k"], stage4["hc"])]
+
+        # ---- post-pass pipeline (free-running; its inputs are stable once a pass has drained) -------------------
+        # FIN: window index i is slot (A - i) mod NACC, q_i = M_i >> (i·octaves); WALK: the sub-bins from the top.
+        walk_phase = phase == _Phase.REFINE
+        rev = [acc[(-i) % NACC] for i in range(NACC)]
+        rot = _rotate(m, "rot", rev, (-top_run)[:IW], NACC)               # rot[i] = acc[(A - i) mod NACC]
+        xin = [Signal(MB, name=f"xin{i}") for i in range(NACC)]
+        m.d.sync += [x.eq(Mux(walk_phase, acc[NBINS - 1 - i] if i < NBINS else 0, (rot[i] >> (i << O)) if i < K else 0))
+                     for i, x in enumerate(xin)]
+        cnt_slot = [accc[(-i) % NACC] for i in range(NACC)]
+        cnt_rot = _rotate(m, "cnt_rot", cnt_slot, (-top_run)[:IW], NACC)
+        pre = _prefix_pipeline(m, xin, MB)
+        total = Signal(MB)
+        m.d.sync += total.eq(pre[K - 1])
+        tr = _ratio_product(m, total, ratio_r, R)
+        hits = Signal(NACC)
+        all_r = Signal()
+        with m.If(walk_phase):
+            m.d.sync += hits.eq(Cat(*[pre[i] >= tcmp for i in range(NACC)]))
+        with m.Else():
+            m.d.sync += hits.eq(Cat(*[(pre[i] << R) > tr if i < K else Const(0, 1) for i in range(NACC)]))
+        m.d.sync += all_r.eq(tr >= Cat(Const(0, R), total))
+        first_hit = Signal(range(NACC))
+        before = Signal(MB)                        # prefix sum before the hit (0 at the top)
+        hit_cnt = Signal(NB)
+        enc = _priority(hits, NACC)
+        m.d.sync += [first_hit.eq(enc), before.eq(Mux(enc == 0, 0, Array(pre)[enc - 1])),
+                     hit_cnt.eq(Mux(walk_phase, Array(accc)[NBINS - 1 - enc], Array(cnt_rot)[enc]))]
+        t_val = named(m, tr[R:], "t_val", MB + 1)
+        tdiff = Signal(MB + 1)                     # T - acc_before (≥ 0)
+        m.d.sync += tdiff.eq(t_val - before)
+        m.d.sync += tloc.eq(((tdiff + 1) << (e_r << O))[:MB])
+
+        # ---- control ---------------------------------------------------------------------------------------
+        def start_row(n):
+            return [load_rem.eq(n), load_word.eq(0), phase.eq(_Phase.LOAD), first_beat.eq(1)]
+
+        def start_pass(kind):
+            return [rd_rem.eq(n_clusters), rd_word.eq(0), phase.eq(kind)]
+
+        def issue_words(next_state):
+            with m.If(issue):
+                m.d.sync += [rd_rem.eq(Mux(rd_rem > L, rd_rem - L, 0)), rd_word.eq(rd_word + 1)]
+                with m.If(rd_rem <= L):
+                    m.d.sync += timer.eq(0)
+                    m.next = next_state
+
+        m.d.comb += acc_clear.eq(0)
+        with m.FSM(init="COUNTS") as fsm:
+            with m.State("COUNTS"):
+                cp = self.counts.payload
+                n_cur = Mux(first_count, cp.clusters, n_clusters)
+                rem_cur = Mux(first_count, cp.clusters, count_rem)
+                err_cur = Mux(first_count, (cp.clusters == 0) | (cp.clusters > CAP), job_error)
+                m.d.comb += [count_wr.addr.eq(count_word), count_wr.data.eq(cp.counts),
+                             count_wr.en.eq(self.counts.valid & ~err_cur)]
+                with m.If(self.counts.valid):
+                    m.d.sync += [first_count.eq(0), count_rem.eq(rem_cur - L), count_word.eq(count_word + 1)]
+                    with m.If(first_count):
+                        m.d.sync += [n_clusters.eq(cp.clusters), job_error.eq(err_cur), ratio_r.eq(self.ratio)]
+                    with m.If(rem_cur <= L):
+                        m.d.sync += [first_count.eq(1), count_word.eq(0), first_row.eq(1)] + start_row(n_cur)
+                        with m.If(err_cur):
+                            m.next = "SKIP"
+                        with m.Else():
+                            m.d.comb += acc_clear.eq(1)
+                            m.next = "LOAD"
+
+            with m.State("LOAD"):
+                with m.If(self.scores.valid):
+                    m.d.sync += [load_rem.eq(load_rem - L), load_word.eq(load_word + 1)]
+                    with m.If(load_rem <= L):
+                        m.d.sync += [job_last.eq(self.scores.payload.last), timer.eq(0)]
+                        m.next = "FIN"
+
+            with m.State("FIN"):                  # drain the lane datapath, then the fixed-latency walk
+                m.d.sync += timer.eq(timer + 1)
+                with m.If(timer == lat["pass"] + lat["fin"] - 2):
+                    m.d.sync += e_r.eq(first_hit)        # tloc uses e one cycle later
+                with m.If(timer == lat["pass"] + lat["fin"]):
+                    m.d.sync += [sel_all.eq(all_r), lvl.eq(0), walked.eq(Mux(all_r, 0, e_r + 1)),
+                                 low.eq((top_run - e_r).as_signed() << S), tcmp.eq(tloc)]
+                    if PASSES:
+                        with m.If(~all_r & (hit_cnt >= 2)):
+                            m.d.sync += start_pass(_Phase.REFINE)
+                            m.d.comb += acc_clear.eq(1)
+                            m.next = "REFINE"
+                        with m.Else():
+                            m.d.sync += start_pass(_Phase.MASK) + [sel_count.eq(0)]
+                            m.next = "MASK"
+                    else:
+                        m.d.sync += start_pass(_Phase.MASK) + [sel_count.eq(0)]
+                        m.next = "MASK"
+
+            if PASSES:
+                with m.State("REFINE"):
+                    issue_words("WALK")
+                with m.State("WALK"):
+                    m.d.sync += timer.eq(timer + 1)
+                    with m.If(timer == lat["pass"] + lat["walk"] - 1):
+                        u = named(m, NBINS - 1 - first_hit, "sub_exit", D)
+                        steps = [Cat(Const(0, w - D), u) for w in levels]
+                        step = Array(steps)[lvl] if len(levels) > 1 else steps[0]
+                        m.d.sync += [lvl.eq(lvl + 1), low.eq(low + step),
+                                     tcmp.eq(tcmp - before)]
+                        with m.If((lvl + 1 < PASSES) & (hit_cnt >= 2)):
+                            m.d.sync += start_pass(_Phase.REFINE)
+                            m.d.comb += acc_clear.eq(1)
+                            m.next = "REFINE"
+                        with m.Else():
+                            m.d.sync += start_pass(_Phase.MASK) + [sel_count.eq(0)]
+                            m.next = "MASK"
+
+            with m.State("MASK"):
+                issue_words("MASK_END")
+            with m.State("MASK_END"):
+                with m.If(~mv & (~av | a_consume)):
+                    m.d.sync += first_row.eq(0)
+                    with m.If(job_last):
+                        m.next = "COUNTS"
+                    with m.Else():
+                        m.d.sync += start_row(n_clusters)
+                        m.d.comb += acc_clear.eq(1)
+                        m.next = "LOAD"
+
+            with m.State("SKIP"):
+                with m.If(self.scores.valid):
+                    m.d.sync += load_rem.eq(load_rem - L)
+                    with m.If(load_rem <= L):
+                        m.d.sync += job_last.eq(self.scores.payload.last)
+                        m.next = "ERROR"
+            with m.State("ERROR"):
+                with m.If(out_free):
+                    m.d.comb += [row_load.eq(1), group_load.eq(job_last),
+                                 row_next.last.eq(1), row_next.job_last.eq(job_last), row_next.error.eq(1),
+                                 group_next.last.eq(1), group_next.error.eq(1)]
+                    with m.If(job_last):
+                        m.next = "COUNTS"
+                    with m.Else():
+                        m.d.sync += load_rem.eq(n_clusters)
+                        m.next = "SKIP"
+
+        # ---- mask pass outputs (stage A) -----------------------------------------------------------------------
+        amask = Cat(*[v & (sel_all | (x >= low)) for v, x in zip(valid, a_s)])
+        mask_beat = named(m, Mux(av, amask, 0), "mask_beat", L)
+        agg_beat = Mux(first_row, mask_beat, a_agg | mask_beat)
+        m.d.comb += [agg_wr.addr.eq(a_word), agg_wr.data.eq(agg_beat), agg_wr.en.eq(a_consume)]
+        with m.If(a_consume):
+            selected_now = sel_count + popcount(mask_beat)
+            m.d.comb += [row_load.eq(1), group_load.eq(job_last),
+                         row_next.mask.eq(mask_beat), row_next.last.eq(a_rem <= L),
+                         row_next.job_last.eq(job_last), row_next.selected.eq(selected_now),
+                         row_next.exit_bucket.eq(Mux(sel_all, 0, e_r)), row_next.buckets_walked.eq(walked),
+                         group_next.mask.eq(agg_beat), group_next.last.eq(a_rem <= L)]
+            m.d.sync += sel_count.eq(selected_now)
+
+        reading = fsm.ongoing("MASK") | (fsm.ongoing("REFINE") if PASSES else Const(0))
+        m.d.comb += [self.counts.ready.eq(fsm.ongoing("COUNTS")),
+                     self.scores.ready.eq(fsm.ongoing("LOAD") | fsm.ongoing("SKIP")),
+                     load_accept.eq(fsm.ongoing("LOAD") & self.scores.valid),
+                     issue.eq(reading & (rd_rem != 0) & adv)]
+        return m
+
+    @staticmethod
+    def _cut(m, name, values: dict, cuts) -> dict:
+        """``values`` (name → Value or list of Values) through a register stage if ``name`` is a chosen cut."""
+        if name not in cuts:
+            return values
+        out = {}
+        for key, v in values.items():
+            if isinstance(v, list):
+                regs = [Signal.like(x, name=f"{name}_{key}{i}") for i, x in enumerate(v)]
+                m.d.sync += [r.eq(x) for r, x in zip(regs, v)]
+                out[key] = regs
+            else:
+                r = Signal.like(v, name=f"{name}_{key}")
+                m.d.sync += r.eq(v)
+                out[key] = r
+        return out
+
+
+def _clamp(m, name, value, limit):
+    """``min(value, limit)`` (unsigned)."""
+    return named(m, Mux(value > limit, limit, value), name, max(len(value), limit.bit_length()))
+
+
+def _rotate(m, name, values, amount, n):
+    """``out[i] = values[(i + amount) mod n]`` for a power-of-two ``n``: a log-depth barrel rotator."""
+    cur = list(values)
+    for bit in range(max(0, (n - 1).bit_length())):
+        step = 1 << bit
+        cur = [named(m, Mux(amount[bit], cur[(i + step) % n], cur[i]), f"{name}_b{bit}_{i}", len(cur[i]))
+               for i in range(n)]
+    return cur
+
+
+def _ratio_product(m, total, ratio, ratio_bits, chunk=RATIO_CHUNK):
+    """``total · ratio``: partial products of ``chunk``-bit slices of the ratio, then a registered adder tree (one
+    level per register stage)."""
+    width = len(total) + ratio_bits + 1
+    parts = []
+    for k in range(0, ratio_bits + 1, chunk):
+        r = Signal(width, name=f"ratio_pp{k}")
+        m.d.sync += r.eq(total * ratio[k:k + chunk] << k)
+        parts.append(r)
+    level = 0
+    while len(parts) > 1:
+        nxt = []
+        for i in range(0, len(parts) - 1, 2):
+            r = Signal(width, name=f"ratio_sum{level}_{i}")
+            m.d.sync += r.eq(parts[i] + parts[i + 1])
+            nxt.append(r)
+        if len(parts) % 2:
+            nxt.append(parts[-1])
+        parts, level = nxt, level + 1
+    return parts[0]
+
+
+def _prefix_pipeline(m, values, width):
+    """Inclusive prefix sums of ``values`` (Kogge-Stone), one adder level per register stage."""
+    cur, n, d, level = list(values), len(values), 1, 0
+    while d < n:
+        regs = [Signal(width, name=f"pfx{level}_{i}") for i in range(n)]
+        m.d.sync += [r.eq(cur[i] + cur[i - d] if i >= d else cur[i])
+                     for i, r in enumerate(regs)]
+        cur, d, level = regs, d * 2, level + 1
+    return cur
+
+
+def _priority(bits, n):
+    """Index of the lowest set bit of ``bits`` (n - 1 if none)."""
+    out = Const(n - 1, range(n))
+    for i in reversed(range(n)):
+        out = Mux(bits[i], i, out)
+    return out
