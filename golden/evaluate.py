@@ -40,9 +40,12 @@ __all__ = ["METHODS", "VARIANTS", "check_methods", "evaluate", "make_policies", 
 
 METHODS = ("full", "flexgen", "infinigen", "rekv", "quest", "oracle_topp", "resv")
 # ReSV variants measured beside the default: the exact sorted WiCSum, fixed top-k clusters (WTU topk mode), the
-# golden-only exp transform, and rows over all clusters with their full counts.
+# golden-only float exp transform, the paper's linear rule (shift_min, bucket granularity), and rows over all
+# clusters with their full counts.
 VARIANTS = {"resv_exact": {"resv.selection": "exact"}, "resv_topk": {"dre.wtu.mode": "topk"},
-            "resv_exp": {"resv.score_transform": "exp"}, "resv_all": {"resv.retrieval_scope": "all"}}
+            "resv_exp": {"resv.score_transform": "exp"},
+            "resv_linear": {"resv.score_transform": "shift_min", "dre.wtu.mode": "early_exit"},
+            "resv_all": {"resv.retrieval_scope": "all"}}
 STAGE_PARTS = {"frame": ("frame",), "text": ("question", "answer"), "question": ("question",),
                "answer": ("answer",)}
 

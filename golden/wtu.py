@@ -332,7 +332,7 @@ class RowCycles:
 
 def wtu_row_cycles(scores, counts, *, mode: str, lanes: int, ratio_q: int, ratio_bits: int, buckets: int,
                    k: int, transform: str = "shift_min", exp: ExpParams | None = None,
-                   pipeline_stages: int = 7) -> RowCycles:
+                   pipeline_stages: int = 6) -> RowCycles:
     """Cycles of one row of a valid job (1 ≤ N ≤ capacity) under no back-pressure."""
     n = len(scores)
     w = -(-n // lanes)

@@ -1,6 +1,6 @@
 """HCU: the hash-bit cluster unit. Assigns each token code to the nearest open cluster, or opens a new one."""
 
-from amaranth import Cat, Const, Module, Mux, Signal, unsigned
+from amaranth import Cat, Const, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -215,18 +215,39 @@ class HCU(wiring.Component):
         m.d.sync += [op_valid.eq(issue), op_g.eq(issue_g), op_s.eq(issue_s)]
         do_store = Signal()                       # write code_cur into slot e_count this cycle
         store_lane = [Mux(job_open, fill_lane == k, k == 0) for k in range(N)]     # e_lane == k
-        row = _code_table(m, G, N * B, B, read_addr=issue_g, read_en=issue & (issue_s == 0),
-                          write_addr=e_group, write_en=Cat(*(do_store & store_lane[k] for k in range(N))),
-                          write_data=Cat(*([code_cur] * N)))
+        CAPTURE = self._pipeline_stages >= 3
+        w_addr, w_en, w_code = e_group, Cat(*(do_store & store_lane[k] for k in range(N))), code_cur
+        read_now = issue & (issue_s == 0)
+        # With CAPTURE the store is registered at the memory's write port (the decision logic stays off the memory's
+        # pins) and lands one cycle late; a row read in that cycle returns the old codes, so the pending code is
+        # merged into it (bypass below).
+        row, pending = _code_table(m, G, N * B, B, read_addr=issue_g, read_en=read_now, write_addr=w_addr,
+                                   write_en=w_en, write_data=Cat(*([w_code] * N)), registered_write=CAPTURE)
+        if CAPTURE:
+            pw_row, pw_en, pw_data = pending
+            byp_en, byp_code = Signal(N, name="bypass_en"), Signal(B, name="bypass_code")
+            with m.If(read_now):
+                m.d.sync += [byp_en.eq(Mux(issue_g == pw_row, pw_en, 0)), byp_code.eq(pw_data[:B])]
+
+        # ---- with P ≥ 3 the first of the P - 1 registers captures the memory's read data (the SRAM access is then
+        # a path of its own); the cycles are those of any P: the latency from issue to commit is P either way -----
+        lane_valid, lane_g, lane_s = op_valid, op_g, op_s
+        if CAPTURE:
+            row_c = Signal(N * B, name="code_row_capture")
+            lane_valid, lane_g, lane_s = Signal(name="cap_valid"), Signal(_index(G), name="cap_g"), \
+                Signal(_index(S), name="cap_s")
+            merged = Cat(*(Mux(byp_en[k], byp_code, row[k * B:(k + 1) * B]) for k in range(N)))
+            m.d.sync += [row_c.eq(merged), lane_g.eq(op_g), lane_s.eq(op_s)]
+            row = row_c
 
         # ---- lane array: each lane's code slice XOR the token's slice, popcount ---------------------------------
-        token_slice = _slice(m, code, op_s, b, "token_slice")
-        lane_counts = [popcount(_slice(m, row[k * B:(k + 1) * B], op_s, b, f"lane{k}_slice") ^ token_slice)
+        token_slice = _slice(m, code, lane_s, b, "token_slice")
+        lane_counts = [popcount(_slice(m, row[k * B:(k + 1) * B], lane_s, b, f"lane{k}_slice") ^ token_slice)
                        for k in range(N)]
 
-        # ---- P - 1 register stages from the lane array to the commit stage ---------------------------------------
-        stages = [(op_valid, op_g, lane_counts, op_s)]
-        for n in range(L):
+        # ---- register stages from the lane array to the commit stage ---------------------------------------------
+        stages = [(lane_valid, lane_g, lane_counts, lane_s)]
+        for n in range(L - 1 if CAPTURE else L):
             stages.append((Signal(name=f"p{n}_valid"), Signal(_index(G), name=f"p{n}_g"),
                            [Signal(len(lane_counts[k]), name=f"p{n}_count{k}") for k in range(N)],
                            Signal(_index(S), name=f"p{n}_s")))
@@ -269,7 +290,14 @@ class HCU(wiring.Component):
             with m.If(group_end & best_valid & join_any):
                 near.take(m, base + best_lane, best_d)
                 m.d.comb += bound_n.eq(best_d)
-        stop_early = ((bound_n == 0) | hit_now) if EE else 0
+        # bound_n == 0 without waiting for the argmin tree: the best candidate is at 0 iff some candidate is at 0
+        if TRACK_NEAREST and EE:
+            upd = named(m, group_end & cands.any() & join_any, "bound_update")
+            any_zero = named(m, Cat(*(cands[k] & (p_new[k] == 0) for k in range(N))).any(), "candidate_at_zero")
+            bound_zero = Mux(upd, any_zero, bound == 0)
+        else:
+            bound_zero = bound == 0
+        stop_early = (bound_zero | hit_now) if EE else 0
         scan_done = Signal()
         m.d.comb += [scan_done.eq(scanning & group_end & ((c_g == last_group) | stop_early)),
                      self.group_exit.eq(scanning & group_end & ~last_slice),
@@ -279,6 +307,8 @@ class HCU(wiring.Component):
         for (pv, pg, ppcs, ps), (v, g, pcs, s) in zip(stages[:-1], stages[1:]):
             kill = scan_done | (self.group_exit & (pg == c_g))
             m.d.sync += [v.eq(pv & ~kill), g.eq(pg), s.eq(ps)] + [pcs[k].eq(ppcs[k]) for k in range(N)]
+        if CAPTURE:
+            m.d.sync += lane_valid.eq(op_valid & ~(scan_done | (self.group_exit & (op_g == c_g))))
 
         # ---- token acceptance --------------------------------------------------------------------------------
         token_accept = accept & ~item.preload
@@ -301,7 +331,14 @@ class HCU(wiring.Component):
         r_cluster, r_distance, r_new, r_full = Signal(range(C + 1)), Signal(DB), Signal(), Signal()
         r_store = Signal()                        # the token opens a cluster: its code goes to slot e_count
         winner = hit if FIRST else near
-        joined = hit.found_n if FIRST else near.found_n & (near.d_n < e_thr)
+        if FIRST:
+            joined = hit.found_n
+        else:
+            # near.d_n < e_thr without the argmin tree: when this group updates the nearest slot, some candidate is
+            # below the threshold iff the nearest one is
+            near_take = named(m, group_end & best_valid & join_any, "near_take")
+            below = named(m, Cat(*(cands[k] & (p_new[k] < e_thr) for k in range(N))).any(), "candidate_below")
+            joined = named(m, ~token_accept & Mux(near_take, below, near.found & (near.d < e_thr)), "joined")
         with m.If(joined):
             m.d.comb += [r_cluster.eq(winner.slot_n), r_distance.eq(winner.d_n)]
         with m.Elif(~e_full):
@@ -414,44 +451,64 @@ def _frame_buffer(m, port, width, depth, *, take):
     return out_valid, rp.data, out_valid | (level != 0)
 
 
-def _code_table(m, rows, width, granule, *, read_addr, read_en, write_addr, write_en, write_data):
+def _code_table(m, rows, width, granule, *, read_addr, read_en, write_addr, write_en, write_data,
+                registered_write=False):
     """The open-cluster code memory: ``rows`` rows of ``width`` bits, one read port (data the cycle after an
     enabled read, held otherwise) and one write port with one enable per ``granule``-bit code.
 
-    An ``amaranth.lib.memory`` memory; a single row is a plain register (no memory macro for one word).
+    An ``amaranth.lib.memory`` memory; a single row is a plain register (no memory macro for one word). With
+    ``registered_write`` the write port's address, enables and data are registers (a write lands one cycle after
+    it is asked for). Returns the read data and the write port's ``(addr, en, data)`` as the memory sees them.
     """
+    wd = m.d.sync if registered_write else m.d.comb
     if rows > 1:
         mem = m.submodules.code_memory = Memory(shape=unsigned(width), depth=rows, init=[])
         wp, rp = mem.write_port(granularity=granule), mem.read_port(domain="sync")
-        m.d.comb += [wp.addr.eq(write_addr), wp.data.eq(write_data), wp.en.eq(write_en), rp.addr.eq(read_addr),
-                     rp.en.eq(read_en)]
-        return rp.data
+        wd += [wp.addr.eq(write_addr), wp.data.eq(write_data), wp.en.eq(write_en)]
+        m.d.comb += [rp.addr.eq(read_addr), rp.en.eq(read_en)]
+        return rp.data, (wp.addr, wp.en, wp.data)
     table, data_out = Signal(width, name="code_row"), Signal(width, name="code_row_read")
+    w_en, w_data = write_en, write_data
+    if registered_write:
+        w_en, w_data = Signal.like(write_en, name="code_row_wen"), Signal(width, name="code_row_wdata")
+        wd += [w_en.eq(write_en), w_data.eq(write_data)]
     for k in range(width // granule):
-        with m.If(write_en[k]):
-            m.d.sync += table[k * granule:(k + 1) * granule].eq(write_data[k * granule:(k + 1) * granule])
+        with m.If(w_en[k]):
+            m.d.sync += table[k * granule:(k + 1) * granule].eq(w_data[k * granule:(k + 1) * granule])
     with m.If(read_en):
         m.d.sync += data_out.eq(table)
-    return data_out
+    return data_out, (Const(0, 1), w_en, w_data)
 
 
 def _argmin_lowest(m, valid, values):
-    """(any valid, smallest value, its lowest lane) over the lanes whose ``valid`` bit is set: a balanced tree."""
-    if len(values) == 1:
+    """(any valid, smallest value, its lowest lane) over the lanes whose ``valid`` bit is set.
+
+    All pairs are compared at once (a lane wins when it is below every valid lower lane and not above every valid
+    higher lane), then the one-hot winner selects its value and index: a few gate levels instead of a tournament
+    of log2(lanes) compare-and-select levels, which is the HCU's critical loop (bound → candidates → nearest →
+    bound)."""
+    n = len(values)
+    if n == 1:
         return valid[0], values[0], Const(0, 1)
-    nodes = [(valid[k], values[k], Const(k, _index(len(values)))) for k in range(len(values))]
-    level = 0
-    while len(nodes) > 1:
-        nxt = []
-        for n, (a, b) in enumerate(zip(nodes[0::2], nodes[1::2])):
-            take_a = named(m, a[0] & (~b[0] | (a[1] <= b[1])), f"min{level}_{n}_left")   # lower lanes win ties
-            nxt.append((named(m, a[0] | b[0], f"min{level}_{n}_valid"),
-                        named(m, Mux(take_a, a[1], b[1]), f"min{level}_{n}_value"),
-                        named(m, Mux(take_a, a[2], b[2]), f"min{level}_{n}_lane")))
-        if len(nodes) % 2:
-            nxt.append(nodes[-1])
-        nodes, level = nxt, level + 1
-    return nodes[0]
+    below = {}
+    for i in range(n):
+        for j in range(i + 1, n):
+            below[i, j] = named(m, values[i] <= values[j], f"min_le_{i}_{j}")      # i wins ties against j > i
+    win = []
+    for i in range(n):
+        beats = [~valid[j] | ~below[j, i] for j in range(i)] + [~valid[j] | below[i, j] for j in range(i + 1, n)]
+        win.append(named(m, valid[i] & Cat(*beats).all(), f"min_win{i}"))
+    width = max(len(Value.cast(v)) for v in values)
+    value = named(m, _one_hot_or([Mux(w, v, 0) for w, v in zip(win, values)]), "min_value", width)
+    lane = named(m, _one_hot_or([Mux(w, i, 0) for i, w in enumerate(win)]), "min_lane", _index(n))
+    return named(m, Cat(*valid).any(), "min_valid"), value, lane
+
+
+def _one_hot_or(values):
+    out = values[0]
+    for v in values[1:]:
+        out = out | v
+    return out
 
 
 def _index(n):

@@ -19,10 +19,11 @@ from .wtu_layouts import WTUGeometry, wtu_counts_layout, wtu_group_layout, wtu_r
 __all__ = ["ExpWTU", "STAGE_CUTS", "RATIO_CHUNK", "exp_latencies", "accumulator_slots", "exp_lut"]
 
 # Optional register boundaries of the lane datapath, in the order ``pipeline_stages`` adds them: after the multiply,
-# after the per-bin adder trees, after the LUT, in the middle of the trees, between the array shift and the
-# accumulate, after the octave shift. ``pipeline_stages = P`` registers the first P - 1 (P = 1: capture register,
+# after the per-slot adder trees, after the LUT, between the window mask and the accumulate, after the octave shift,
+# in the middle of the trees (between the lane groups of four and their sum). ``pipeline_stages = P`` registers the first P - 1 (P = 1: capture register,
 # then one combinational path into the accumulators).
-STAGE_CUTS = ("mul", "hist", "lut", "tree", "merge", "shift")
+STAGE_CUTS = ("mul", "hist", "lut", "merge", "shift", "tree")
+OUT_QUEUE = 3              # entries of each output queue: the beats in flight (memory, capture) plus the visible one
 RATIO_CHUNK = 4            # ratio bits per partial product of total · ratio
 
 
@@ -167,21 +168,13 @@ class ExpWTU(wiring.Component):
         walked = Signal(g.walked_bits)
         sel_count = Signal(NB)
 
-        # ---- output registers (as the WTU's) ------------------------------------------------------------------
-        row_free = ~self.row.valid | self.row.ready
-        group_free = ~self.group.valid | self.group.ready
-        out_free = row_free & (~job_last | group_free)
+        # ---- output queues: beats leave registers; the masking pass issues a word only when both queues can take
+        # every beat in flight, so no pipeline register ever waits for the outputs (no stall fan-out) ------------
         row_load, group_load = Signal(), Signal()
         row_next = Signal(wtu_row_layout(g))
         group_next = Signal(wtu_group_layout(g))
-        with m.If(self.row.ready):
-            m.d.sync += self.row.valid.eq(0)
-        with m.If(row_load):
-            m.d.sync += [self.row.valid.eq(1), self.row.payload.eq(row_next)]
-        with m.If(self.group.ready):
-            m.d.sync += self.group.valid.eq(0)
-        with m.If(group_load):
-            m.d.sync += [self.group.valid.eq(1), self.group.payload.eq(group_next)]
+        row_room = _out_queue(m, "rowq", self.row, row_load, row_next, OUT_QUEUE)
+        group_room = _out_queue(m, "groupq", self.group, group_load, group_next, OUT_QUEUE)
 
         # ---- stage M (memory / input register) and stage A (capture) --------------------------------------------
         issue, load_accept = Signal(), Signal()
@@ -192,26 +185,34 @@ class ExpWTU(wiring.Component):
         a_c = [Signal(C, name=f"a_c{lane}") for lane in range(L)]
         a_agg = Signal(L)
         mask_phase = phase == _Phase.MASK
-        a_consume = Signal()                      # the mask beat in stage A goes to the outputs this cycle
-        adv = Signal()                            # stages M and A advance
-        m.d.comb += [a_consume.eq(av & mask_phase & out_free), adv.eq(~mask_phase | ~av | out_free)]
+        a_consume = Signal()                      # the mask beat in stage A goes to the output queues
+        m.d.comb += a_consume.eq(av & mask_phase)
+        in_flight = mv.as_unsigned() + av.as_unsigned()
+        mask_room = named(m, (row_room > in_flight) & (~job_last | (group_room > in_flight)), "mask_room")
 
         with m.If(load_accept):
             m.d.sync += [mv.eq(1), m_rem.eq(load_rem), m_word.eq(load_word),
                          m_load_scores.eq(self.scores.payload.scores)]
         with m.Elif(issue):
             m.d.sync += [mv.eq(1), m_rem.eq(rd_rem), m_word.eq(rd_word)]
-        with m.Elif(adv):
+        with m.Else():
             m.d.sync += mv.eq(0)
-        with m.If(adv):
-            m.d.sync += [av.eq(mv), a_rem.eq(m_rem), a_word.eq(m_word), a_agg.eq(agg_rd.data)]
-            for lane in range(L):
-                m.d.sync += [a_s[lane].eq(Mux(phase == _Phase.LOAD, m_load_scores[lane], score_rd.data[lane])),
-                             a_c[lane].eq(count_rd.data[lane])]
+        # Memory writes leave registers (no logic in front of a macro's write pins): a score beat is written from
+        # stage M, a count beat one cycle after its handshake. A count read in the cycle that write lands returns
+        # the old word, so the pending word is taken instead (bypass).
+        c_bypass, c_bypass_data = Signal(name="count_bypass"), Signal.like(count_rd.data, name="count_bypass_data")
+        count_rd_addr = Mux(load_accept, load_word, rd_word)
+        with m.If(load_accept | issue):
+            m.d.sync += [c_bypass.eq(count_wr.en & (count_wr.addr == count_rd_addr)), c_bypass_data.eq(count_wr.data)]
+        counts_now = [Mux(c_bypass, c_bypass_data[lane], count_rd.data[lane]) for lane in range(L)]
+        m.d.sync += [av.eq(mv), a_rem.eq(m_rem), a_word.eq(m_word), a_agg.eq(agg_rd.data)]
+        for lane in range(L):
+            m.d.sync += [a_s[lane].eq(Mux(phase == _Phase.LOAD, m_load_scores[lane], score_rd.data[lane])),
+                         a_c[lane].eq(counts_now[lane])]
         m.d.comb += [score_rd.addr.eq(rd_word), score_rd.en.eq(issue), agg_rd.addr.eq(rd_word), agg_rd.en.eq(issue),
-                     score_wr.addr.eq(load_word), score_wr.data.eq(self.scores.payload.scores),
-                     score_wr.en.eq(load_accept),
-                     count_rd.addr.eq(Mux(load_accept, load_word, rd_word)), count_rd.en.eq(load_accept | issue)]
+                     score_wr.addr.eq(m_word), score_wr.data.eq(m_load_scores),
+                     score_wr.en.eq(mv & (phase == _Phase.LOAD)),
+                     count_rd.addr.eq(count_rd_addr), count_rd.en.eq(load_accept | issue)]
 
         # ---- stage B: bins, LUT, window ---------------------------------------------------------------------
         valid = _named_list(m, "valid", lane_valid(a_rem, L), 1)
@@ -284,25 +285,30 @@ class ExpWTU(wiring.Component):
             keep_acc.append(named(m, ref3 | (~first_beat & (r_old + d_arr < K)), f"keep_acc{b}"))
             h_in.append(Mux(win, stage3["h"][b], 0))
             hc_in.append(Mux(win, stage3["hc"][b], 0))
-        stage4 = {"v": v3, "h": h_in, "hc": hc_in, "k": keep_acc}
+        stage4 = {"v": [v3] * NACC, "h": h_in, "hc": hc_in, "k": keep_acc}   # per-slot valid copies
         stage4 = self._cut(m, "merge", stage4, cuts)
         # stage F2: accumulate
         acc = [Signal(MB, name=f"acc{b}") for b in range(NACC)]
         accc = [Signal(NB, name=f"accc{b}") for b in range(NACC)]
         acc_clear = Signal()
-        with m.If(acc_clear):
-            m.d.sync += [a.eq(0) for a in acc] + [a.eq(0) for a in accc]
-        with m.Elif(stage4["v"]):
-            m.d.sync += [a.eq(Mux(k, a, 0) + h) for a, k, h in zip(acc, stage4["k"], stage4["h"])]
-            m.d.sync += [a.eq(Mux(k, a, 0) + h) for a, k, h in zip(accc, stage4["k"], stage4["hc"])]
+        clear_r = [Signal(name=f"acc_clear_r{b}") for b in range(NACC)]     # one register per slot: no fan-out tree
+        m.d.sync += [c.eq(acc_clear) for c in clear_r]
+        for b in range(NACC):
+            with m.If(clear_r[b]):
+                m.d.sync += [acc[b].eq(0), accc[b].eq(0)]
+            with m.Elif(stage4["v"][b]):
+                m.d.sync += [acc[b].eq(Mux(stage4["k"][b], acc[b], 0) + stage4["h"][b]),
+                             accc[b].eq(Mux(stage4["k"][b], accc[b], 0) + stage4["hc"][b])]
 
         # ---- post-pass pipeline (free-running; its inputs are stable once a pass has drained) -------------------
         # FIN: window index i is slot (A - i) mod NACC, q_i = M_i >> (i·octaves); WALK: the sub-bins from the top.
         walk_phase = phase == _Phase.REFINE
+        walk_r = [Signal(name=f"walk_r{i}") for i in range(NACC)]          # per-slot copies of the phase
+        m.d.sync += [w.eq(walk_phase) for w in walk_r]
         rev = [acc[(-i) % NACC] for i in range(NACC)]
         rot = _rotate(m, "rot", rev, (-top_run)[:IW], NACC)               # rot[i] = acc[(A - i) mod NACC]
         xin = [Signal(MB, name=f"xin{i}") for i in range(NACC)]
-        m.d.sync += [x.eq(Mux(walk_phase, acc[NBINS - 1 - i] if i < NBINS else 0, (rot[i] >> (i << O)) if i < K else 0))
+        m.d.sync += [x.eq(Mux(walk_r[i], acc[NBINS - 1 - i] if i < NBINS else 0, (rot[i] >> (i << O)) if i < K else 0))
                      for i, x in enumerate(xin)]
         cnt_slot = [accc[(-i) % NACC] for i in range(NACC)]
         cnt_rot = _rotate(m, "cnt_rot", cnt_slot, (-top_run)[:IW], NACC)
@@ -343,13 +349,14 @@ class ExpWTU(wiring.Component):
                     m.next = next_state
 
         m.d.comb += acc_clear.eq(0)
+        m.d.sync += count_wr.en.eq(0)             # a count write lasts one cycle (set again in COUNTS)
         with m.FSM(init="COUNTS") as fsm:
             with m.State("COUNTS"):
                 cp = self.counts.payload
                 n_cur = Mux(first_count, cp.clusters, n_clusters)
                 rem_cur = Mux(first_count, cp.clusters, count_rem)
                 err_cur = Mux(first_count, (cp.clusters == 0) | (cp.clusters > CAP), job_error)
-                m.d.comb += [count_wr.addr.eq(count_word), count_wr.data.eq(cp.counts),
+                m.d.sync += [count_wr.addr.eq(count_word), count_wr.data.eq(cp.counts),
                              count_wr.en.eq(self.counts.valid & ~err_cur)]
                 with m.If(self.counts.valid):
                     m.d.sync += [first_count.eq(0), count_rem.eq(rem_cur - L), count_word.eq(count_word + 1)]
@@ -411,7 +418,7 @@ class ExpWTU(wiring.Component):
             with m.State("MASK"):
                 issue_words("MASK_END")
             with m.State("MASK_END"):
-                with m.If(~mv & (~av | a_consume)):
+                with m.If(~mv):
                     m.d.sync += first_row.eq(0)
                     with m.If(job_last):
                         m.next = "COUNTS"
@@ -427,7 +434,7 @@ class ExpWTU(wiring.Component):
                         m.d.sync += job_last.eq(self.scores.payload.last)
                         m.next = "ERROR"
             with m.State("ERROR"):
-                with m.If(out_free):
+                with m.If((row_room != 0) & (~job_last | (group_room != 0))):
                     m.d.comb += [row_load.eq(1), group_load.eq(job_last),
                                  row_next.last.eq(1), row_next.job_last.eq(job_last), row_next.error.eq(1),
                                  group_next.last.eq(1), group_next.error.eq(1)]
@@ -455,7 +462,7 @@ class ExpWTU(wiring.Component):
         m.d.comb += [self.counts.ready.eq(fsm.ongoing("COUNTS")),
                      self.scores.ready.eq(fsm.ongoing("LOAD") | fsm.ongoing("SKIP")),
                      load_accept.eq(fsm.ongoing("LOAD") & self.scores.valid),
-                     issue.eq(reading & (rd_rem != 0) & adv)]
+                     issue.eq(reading & (rd_rem != 0) & (~mask_phase | mask_room))]
         return m
 
     @staticmethod
@@ -474,6 +481,21 @@ class ExpWTU(wiring.Component):
                 m.d.sync += r.eq(v)
                 out[key] = r
         return out
+
+
+def _out_queue(m, name, port, push, data_in, depth):
+    """A ``depth``-entry queue of registers feeding stream ``port``: ``push`` writes ``data_in``; returns the room
+    it has this cycle (free entries plus the one the port hands over now), which is what may be in flight."""
+    entries = [Signal.like(data_in, name=f"{name}_e{i}") for i in range(depth)]
+    head, tail, count = Signal(range(depth)), Signal(range(depth)), Signal(range(depth + 1))
+    pop = named(m, port.valid & port.ready, f"{name}_pop")
+    m.d.comb += [port.valid.eq(count != 0), port.payload.eq(Array(entries)[head])]
+    with m.If(push):
+        m.d.sync += [Array(entries)[tail].eq(data_in), tail.eq(Mux(tail == depth - 1, 0, tail + 1))]
+    with m.If(pop):
+        m.d.sync += head.eq(Mux(head == depth - 1, 0, head + 1))
+    m.d.sync += count.eq(count + push - pop)
+    return named(m, depth - count + pop, f"{name}_room", range(depth + 2))
 
 
 def _clamp(m, name, value, limit):

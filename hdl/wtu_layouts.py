@@ -62,7 +62,7 @@ class WTUGeometry:
     refine_passes: int = 0
     refine_bins: int = 16
     fill: str = "bucket"
-    pipeline_stages: int = 7
+    pipeline_stages: int = 6
 
     def __post_init__(self):
         if self.mode not in MODES:

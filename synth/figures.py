@@ -32,7 +32,8 @@ from .liberty import LibertyError, resolve_library
 from .scaling import scaling_between
 from .verilog import emit, flow_source_hash
 
-__all__ = ["FIGURES_VERSION", "component_figures", "figure_tools", "install_hint"]
+__all__ = ["FIGURES_VERSION", "component_figures", "figure_tools", "install_hint", "constraint_clock",
+           "AUTO_CLOCK_MARGIN"]
 
 FIGURES_VERSION = 2
 
@@ -103,14 +104,13 @@ def component_figures(name: str, cfg, *, liberty: str | None = None, clock_mhz: 
 
     tech = cfg.technology
     spec = get_component(name)
-    clock = float(clock_mhz or tech.clock_mhz)
     lib_spec = liberty or tech.liberty
     n_txn = int(transactions or tech.activity_transactions)
     emitted = emit(name, cfg)
     missing: dict[str, str] = {}
     record = {"component": name, "top": emitted.top, "description": spec.description, "config": cfg.name,
               "config_hash": cfg.hash(), "verilog": str(emitted.verilog), "generic": generic_figures(emitted),
-              "liberty": None, "clock_mhz": clock, "area_um2": None, "logic_area_um2": None, "area_breakdown": None,
+              "liberty": None, "clock_mhz": None, "area_um2": None, "logic_area_um2": None, "area_breakdown": None,
               "cells": None, "cell_types": None, "memories": [], "timing": None, "power_mw": None,
               "power_default_activity_mw": None, "scaled": None, "cycles": None, "missing": missing}
     try:
@@ -122,6 +122,8 @@ def component_figures(name: str, cfg, *, liberty: str | None = None, clock_mhz: 
         lib = None
         for key in ("liberty", "area_um2", "timing", "power_mw", "power_default_activity_mw", "scaled"):
             missing[key] = f"no Liberty library: {e}"
+    clock = constraint_clock(tech, lib, clock_mhz)
+    record["clock_mhz"] = clock
     sta_ok = "sta" not in skip_tools and find("sta").found
     verilator_ok = "verilator" not in skip_tools and find("verilator").found
     key_parts = {"v": FIGURES_VERSION, "flows": flow_source_hash(),
@@ -232,6 +234,26 @@ def _saif_rates(saif, memories, top):
         return a[1], "SAIF duty of the enable"
 
     return rate_for
+
+
+AUTO_CLOCK_MARGIN = 1.1
+
+
+def constraint_clock(tech, lib, override=None) -> float:
+    """The clock constraint (MHz) for mapping and timing: ``override``, ``technology.clock_mhz``, or with 0 (auto)
+    ``target_clock_mhz`` moved to the library's node (Stillmaker & Baas delay factor) times
+    :data:`AUTO_CLOCK_MARGIN`; 100 MHz for a library of unknown node."""
+    if override:
+        return float(override)
+    if tech.clock_mhz:
+        return float(tech.clock_mhz)
+    if lib is None or lib.node_nm is None:
+        return 100.0
+    try:
+        f = scaling_between(lib.node_nm, lib.voltage, 1.0, tech.target_node_nm, tech.target_voltage, 1.0).delay
+    except ValueError:
+        return 100.0
+    return round(tech.target_clock_mhz * f * AUTO_CLOCK_MARGIN, 1)
 
 
 def _scaled(record, lib, clock, tech, missing):

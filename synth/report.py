@@ -45,7 +45,8 @@ def collect_figures(cfg, *, workers: int = 2, liberty=None, clock_mhz=None, tran
     first = next(iter(components.values()), {})
     missing_tools = {t: find(t).install for t in ("yosys", "sta", "verilator") if not find(t).found or t in skip_tools}
     meta = {"config": cfg.name, "config_hash": cfg.hash(), "git": git_revision(), "tools": figure_tools(),
-            "liberty": first.get("liberty"), "liberty_folder": pdk_source(cfg.technology.pdk_dir), "clock_mhz": clock_mhz or tech.clock_mhz,
+            "liberty": first.get("liberty"), "liberty_folder": pdk_source(cfg.technology.pdk_dir),
+            "clock_mhz": first.get("clock_mhz") or clock_mhz or tech.clock_mhz,
             "target": {"node_nm": tech.target_node_nm, "voltage": tech.target_voltage,
                        "clock_mhz": tech.target_clock_mhz},
             "missing_tools": missing_tools, "errors": errors, "created": time.strftime("%Y-%m-%dT%H:%M:%S"),

@@ -241,3 +241,18 @@ def test_pipelined_hcu_shortens_the_edge_dre_critical_path():
     two = component_figures("dre", edge.with_overrides({"dre.hcu.pipeline_stages": 2}), activity=False)
     assert two["area_um2"] > one["area_um2"]                                  # the added registers
     assert two["timing"]["critical_path_ns"] < 0.8 * one["timing"]["critical_path_ns"]
+
+
+def test_auto_clock_constraint_is_the_target_at_the_library_node():
+    from vrex.synth.figures import AUTO_CLOCK_MARGIN, constraint_clock
+    from vrex.synth.liberty import resolve_library
+    from vrex.synth.scaling import delay_factor
+
+    tech = TINY.technology
+    assert tech.clock_mhz == 0.0
+    asap7 = resolve_library("asap7")
+    want = 800.0 * delay_factor(7.0, 0.7, 14.0, 0.8) * AUTO_CLOCK_MARGIN
+    assert constraint_clock(tech, asap7) == pytest.approx(want, abs=0.05) and 1150 < want < 1300
+    assert constraint_clock(tech, asap7, override=250.0) == 250.0
+    assert constraint_clock(TINY.with_overrides({"technology.clock_mhz": 100.0}).technology, asap7) == 100.0
+    assert constraint_clock(tech, None) == 100.0

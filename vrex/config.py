@@ -202,7 +202,8 @@ class HCUConfig(_Section):
     full_policy: Literal["spill", "join_nearest"] = param(
         "spill", "When the code memory is full: the token becomes a closed singleton cluster (spill), "
                  "or joins its nearest open cluster regardless of the threshold (join_nearest). Both are flagged.")
-    pipeline_stages: int = param(1, "Register stages after the lane array (latency vs fmax).", min=1, max=4)
+    pipeline_stages: int = param(3, "Register stages from the code memory to the HCU commit (latency vs fmax; from 3 "
+                                    "the first one captures the memory read data).", min=1, max=4)
 
     def capacity(self, hash_bits: int) -> int:
         """Open-cluster codes that fit in the code memory."""
@@ -234,7 +235,7 @@ class WTUConfig(_Section):
     exp_mantissa_bits: int = param(8, "exp2: bits of each LUT value (the weight mantissa).", min=2, max=24)
     refine_passes: int = param(1, "exp2: passes that split the exit bin into refine_bins sub-bins.", min=0, max=8)
     refine_bins: int = param(16, "exp2: sub-bins per refinement pass (power of two).", min=2, max=256)
-    pipeline_stages: int = param(7, "exp2: register stages of the WTU lane datapath between the memory-capture "
+    pipeline_stages: int = param(6, "exp2: register stages of the WTU lane datapath between the memory-capture "
                                  "register and the bin accumulators (fmax vs cycles per pass).", min=1, max=7)
     exit_fill: Literal["bucket", "greedy"] = param(
         "bucket", "exp2: take the final (sub-)bin whole (bucket), or its clusters in index order until the sum "
@@ -393,7 +394,9 @@ class SystemConfig(_Section):
 class TechnologyConfig(_Section):
     liberty: str = param("sky130", "Standard-cell library: sky130, asap7, or a path to a .lib / .lib.gz.")
     pdk_dir: str = param("", "Folder with the Liberty files (empty: $VREX_PDK_DIR).")
-    clock_mhz: float = param(100.0, "Clock constraint for mapping and timing in the chosen library.", min=1)
+    clock_mhz: float = param(0.0, "Clock constraint for mapping and timing in the chosen library (MHz); 0 = auto: "
+                                  "target_clock_mhz moved to the library's node with the scaling delay factor, plus "
+                                  "10 % margin for the mapper's delay estimate.", min=0)
     input_drive_cell: str = param("", "Driving cell for inputs (empty: the library's default buffer).")
     output_load_pf: float = param(0.01, "Load on every output (pF).", min=0)
     default_activity: float = param(0.1, "Toggle rate for the default-activity power figure.", min=0, max=2)
