@@ -154,7 +154,7 @@ class ExpWTU(wiring.Component):
         load_word = Signal(range(DEPTH))
         phase = Signal(_Phase)
         rd_rem = Signal(NB)
-        rd_word = Signal(range(DEPTH))
+        rd_word = score_rd.addr                   # the read address register is the port's own signal
         timer = Signal(range(lat["pass"] + max(lat["fin"], lat["walk"]) + 2))
 
         top_run = Signal(signed(BBW))             # A: top bin of the beats merged so far
@@ -178,9 +178,11 @@ class ExpWTU(wiring.Component):
 
         # ---- stage M (memory / input register) and stage A (capture) --------------------------------------------
         issue, load_accept = Signal(), Signal()
-        mv, m_rem, m_word = Signal(), Signal(NB), Signal(range(DEPTH))
-        m_load_scores = Signal(data.ArrayLayout(signed(B), L))
-        av, a_rem, a_word = Signal(), Signal(NB), Signal(range(DEPTH))
+        mv, m_rem = Signal(), Signal(NB)
+        m_word = score_wr.addr                    # stage M's word is the score write port's address register
+        m_load_scores = score_wr.data             # stage M's score beat is the write port's data register
+        av, a_rem = Signal(), Signal(NB)
+        a_word = agg_wr.addr                      # the A-stage word is the aggregation write port's address
         a_s = [Signal(signed(B), name=f"a_s{lane}") for lane in range(L)]
         a_c = [Signal(C, name=f"a_c{lane}") for lane in range(L)]
         a_agg = Signal(L)
@@ -197,6 +199,7 @@ class ExpWTU(wiring.Component):
             m.d.sync += [mv.eq(1), m_rem.eq(rd_rem), m_word.eq(rd_word)]
         with m.Else():
             m.d.sync += mv.eq(0)
+        m.d.sync += score_wr.en.eq(load_accept)
         # Memory writes leave registers (no logic in front of a macro's write pins): a score beat is written from
         # stage M, a count beat one cycle after its handshake. A count read in the cycle that write lands returns
         # the old word, so the pending word is taken instead (bypass).
@@ -209,17 +212,16 @@ class ExpWTU(wiring.Component):
         for lane in range(L):
             m.d.sync += [a_s[lane].eq(Mux(phase == _Phase.LOAD, m_load_scores[lane], score_rd.data[lane])),
                          a_c[lane].eq(counts_now[lane])]
-        m.d.comb += [score_rd.addr.eq(rd_word), score_rd.en.eq(issue), agg_rd.addr.eq(rd_word), agg_rd.en.eq(issue),
-                     score_wr.addr.eq(m_word), score_wr.data.eq(m_load_scores),
-                     score_wr.en.eq(mv & (phase == _Phase.LOAD)),
+        m.d.comb += [score_rd.en.eq(issue), agg_rd.addr.eq(rd_word), agg_rd.en.eq(issue),
+
                      count_rd.addr.eq(count_rd_addr), count_rd.en.eq(load_accept | issue)]
 
         # ---- stage B: bins, LUT, window ---------------------------------------------------------------------
         valid = _named_list(m, "valid", lane_valid(a_rem, L), 1)
         lut = Array(Const(v, M) for v in exp_lut(g.lut_entries, M))
-        bins = _named_list(m, "bin", [x[S:].as_signed() for x in a_s], signed(BBW))
-        mant = _named_list(m, "mant", [lut[x[F - LB:F]] if LB else lut[0] for x in a_s], M)
-        octv = _named_list(m, "oct", [x[F:S] if O else Const(0, 1) for x in a_s])
+        bins = [x[S:].as_signed() for x in a_s]
+        mant = _named_list(m, "mant", [lut[x[F - LB:F]] for x in a_s], M) if LB else [lut[0]] * L
+        octv = [x[F:S] if O else Const(0, 1) for x in a_s]
         beat_top = reduce_tree(m, "beat_top", [Mux(v, b, Const(-(1 << (BBW - 1)), signed(BBW)))
                                                for v, b in zip(valid, bins)],
                                lambda a, b: Mux(b > a, b, a), signed(BBW))
@@ -229,13 +231,15 @@ class ExpWTU(wiring.Component):
             hit = [x[w:] == low[w:B] for w in levels]
             u = [x[w - D:w] for w in levels]
             inwin.append(named(m, valid[lane] & (Array(hit)[lvl] if len(levels) > 1 else hit[0]), f"inwin{lane}"))
-            sub.append(named(m, Array(u)[lvl] if len(levels) > 1 else u[0], f"sub{lane}", D))
+            sub.append(named(m, Array(u)[lvl], f"sub{lane}", D) if len(levels) > 1 else u[0])
         refine = phase == _Phase.REFINE
         key = [Mux(refine, sub[lane], bins[lane]) for lane in range(L)]
         flag = [Mux(refine, inwin[lane], valid[lane]) for lane in range(L)]
         a_live = av & ~mask_phase
 
-        stage = {"v": a_live, "ref": refine, "top": beat_top, "m": mant, "o": octv, "c": a_c, "k": key, "f": flag}
+        stage = {"v": a_live, "ref": refine, "top": beat_top, "m": mant, "c": a_c, "k": key, "f": flag}
+        if O:
+            stage["o"] = octv
         stage = self._cut(m, "lut", stage, cuts)
         # stage C: multiply
         stage["p"] = [named(m, c * mm, f"prod{lane}") for lane, (c, mm) in enumerate(zip(stage["c"], stage["m"]))]
@@ -243,12 +247,14 @@ class ExpWTU(wiring.Component):
         stage = self._cut(m, "mul", stage, cuts)
         # stage D: octave shift; accumulator slot (absolute bin mod NACC, or the sub-bin); lanes within the beat's
         # window; one select bit per (slot, lane)
-        stage["t"] = [named(m, (p << o)[:TB], f"term{lane}", TB) for lane, (p, o) in enumerate(zip(stage["p"], stage["o"]))]
+        stage["t"] = ([named(m, (p << o)[:TB], f"term{lane}", TB) for lane, (p, o) in enumerate(zip(stage["p"], stage["o"]))]
+                      if O else list(stage["p"]))
+        stage.pop("o", None)
         rel = [named(m, stage["top"] - k.as_signed(), f"rel{lane}", signed(BBW + 1)) for lane, k in enumerate(stage["k"])]
         slot = [named(m, Mux(stage["ref"], k[:D], k[:IW]), f"slot{lane}", IW) for lane, k in enumerate(stage["k"])]
         keep = [named(m, f & (stage["ref"] | (r < K)), f"keep{lane}") for lane, (f, r) in enumerate(zip(stage["f"], rel))]
         stage["sel"] = [named(m, keep[lane] & (slot[lane] == b), f"sel{b}_{lane}") for b in range(NACC) for lane in range(L)]
-        del stage["p"], stage["o"], stage["k"], stage["f"]
+        del stage["p"], stage["k"], stage["f"]
         stage = self._cut(m, "shift", stage, cuts)
         # stage E: per-slot masked adder trees over lane groups of four, then over the groups
         groups = [list(range(i, min(L, i + 4))) for i in range(0, L, 4)]
@@ -257,14 +263,13 @@ class ExpWTU(wiring.Component):
             sel = stage["sel"][b * L:(b + 1) * L]
             part.append([named(m, sum_tree([Mux(sel[lane], stage["t"][lane], 0) for lane in grp]), f"part{b}_{gi}")
                          for gi, grp in enumerate(groups)])
-            partc.append([named(m, popcount(Cat(*[sel[lane] for lane in grp])), f"partc{b}_{gi}")
-                          for gi, grp in enumerate(groups)])
+            partc.append([popcount(Cat(*[sel[lane] for lane in grp])) for grp in groups])
         stage2 = {"v": stage["v"], "ref": stage["ref"], "top": stage["top"],
                   "ps": [x for row in part for x in row], "pc": [x for row in partc for x in row]}
         stage2 = self._cut(m, "tree", stage2, cuts)
         ng = len(groups)
-        hist = [named(m, sum_tree(stage2["ps"][b * ng:(b + 1) * ng]), f"hist{b}") for b in range(NACC)]
-        histc = [named(m, sum_tree(stage2["pc"][b * ng:(b + 1) * ng]), f"histc{b}") for b in range(NACC)]
+        hist = [_sum_named(m, stage2["ps"][b * ng:(b + 1) * ng], f"hist{b}") for b in range(NACC)]
+        histc = [_sum_named(m, stage2["pc"][b * ng:(b + 1) * ng], f"histc{b}") for b in range(NACC)]
         stage3 = {"v": stage2["v"], "ref": stage2["ref"], "top": stage2["top"], "h": hist, "hc": histc}
         stage3 = self._cut(m, "hist", stage3, cuts)
 
@@ -273,14 +278,14 @@ class ExpWTU(wiring.Component):
         # masked, and accumulator slots whose bin falls out of the window are cleared.
         v3, ref3, top3 = stage3["v"], stage3["ref"], stage3["top"]
         top_new = named(m, Mux(first_beat | (top3 > top_run), top3, top_run), "top_new", signed(BBW))
-        d_arr = named(m, _clamp(m, "d_arr", (top_new - top_run).as_unsigned()[:BBW + 1], K), "d_arr_c")
-        d_beat = named(m, _clamp(m, "d_beat", (top_new - top3).as_unsigned()[:BBW + 1], K), "d_beat_c")
+        d_arr = _clamp(m, "d_arr", (top_new - top_run).as_unsigned(), K)
+        d_beat = _clamp(m, "d_beat", (top_new - top3).as_unsigned(), K)
         with m.If(v3 & ~ref3):
             m.d.sync += [top_run.eq(top_new), first_beat.eq(0)]
         h_in, hc_in, keep_acc = [], [], []
         for b in range(NACC):
-            r_beat = named(m, (top3[:IW] - b)[:IW], f"r_beat{b}", IW)
-            r_old = named(m, (top_run[:IW] - b)[:IW], f"r_old{b}", IW)
+            r_beat = (top3[:IW] - b)[:IW]
+            r_old = (top_run[:IW] - b)[:IW]
             win = named(m, ref3 | (r_beat + d_beat < K), f"win{b}")
             keep_acc.append(named(m, ref3 | (~first_beat & (r_old + d_arr < K)), f"keep_acc{b}"))
             h_in.append(Mux(win, stage3["h"][b], 0))
@@ -303,25 +308,26 @@ class ExpWTU(wiring.Component):
         # ---- post-pass pipeline (free-running; its inputs are stable once a pass has drained) -------------------
         # FIN: window index i is slot (A - i) mod NACC, q_i = M_i >> (i·octaves); WALK: the sub-bins from the top.
         walk_phase = phase == _Phase.REFINE
-        walk_r = [Signal(name=f"walk_r{i}") for i in range(NACC)]          # per-slot copies of the phase
+        used = max(K, NBINS)                       # slots beyond both the window and the sub-bins stay 0
+        walk_r = [Signal(name=f"walk_r{i}") for i in range(used)]          # per-slot copies of the phase
         m.d.sync += [w.eq(walk_phase) for w in walk_r]
         rev = [acc[(-i) % NACC] for i in range(NACC)]
         rot = _rotate(m, "rot", rev, (-top_run)[:IW], NACC)               # rot[i] = acc[(A - i) mod NACC]
-        xin = [Signal(MB, name=f"xin{i}") for i in range(NACC)]
+        xin = [Signal(MB, name=f"xin{i}") for i in range(used)] + [Const(0, MB)] * (NACC - used)
         m.d.sync += [x.eq(Mux(walk_r[i], acc[NBINS - 1 - i] if i < NBINS else 0, (rot[i] >> (i << O)) if i < K else 0))
-                     for i, x in enumerate(xin)]
+                     for i, x in enumerate(xin[:used])]
         cnt_slot = [accc[(-i) % NACC] for i in range(NACC)]
         cnt_rot = _rotate(m, "cnt_rot", cnt_slot, (-top_run)[:IW], NACC)
         pre = _prefix_pipeline(m, xin, MB)
         total = Signal(MB)
         m.d.sync += total.eq(pre[K - 1])
         tr = _ratio_product(m, total, ratio_r, R)
-        hits = Signal(NACC)
+        hits = Signal(NACC - 1)                    # the last slot needs no bit: the encoder defaults to it
         all_r = Signal()
         with m.If(walk_phase):
-            m.d.sync += hits.eq(Cat(*[pre[i] >= tcmp for i in range(NACC)]))
+            m.d.sync += hits.eq(Cat(*[pre[i] >= tcmp for i in range(NACC - 1)]))
         with m.Else():
-            m.d.sync += hits.eq(Cat(*[(pre[i] << R) > tr if i < K else Const(0, 1) for i in range(NACC)]))
+            m.d.sync += hits.eq(Cat(*[(pre[i] << R) > tr if i < K else Const(0, 1) for i in range(NACC - 1)]))
         m.d.sync += all_r.eq(tr >= Cat(Const(0, R), total))
         first_hit = Signal(range(NACC))
         before = Signal(MB)                        # prefix sum before the hit (0 at the top)
@@ -329,7 +335,7 @@ class ExpWTU(wiring.Component):
         enc = _priority(hits, NACC)
         m.d.sync += [first_hit.eq(enc), before.eq(Mux(enc == 0, 0, Array(pre)[enc - 1])),
                      hit_cnt.eq(Mux(walk_phase, Array(accc)[NBINS - 1 - enc], Array(cnt_rot)[enc]))]
-        t_val = named(m, tr[R:], "t_val", MB + 1)
+        t_val = tr[R:]
         tdiff = Signal(MB + 1)                     # T - acc_before (≥ 0)
         m.d.sync += tdiff.eq(t_val - before)
         m.d.sync += tloc.eq(((tdiff + 1) << (e_r << O))[:MB])
@@ -448,7 +454,7 @@ class ExpWTU(wiring.Component):
         amask = Cat(*[v & (sel_all | (x >= low)) for v, x in zip(valid, a_s)])
         mask_beat = named(m, Mux(av, amask, 0), "mask_beat", L)
         agg_beat = Mux(first_row, mask_beat, a_agg | mask_beat)
-        m.d.comb += [agg_wr.addr.eq(a_word), agg_wr.data.eq(agg_beat), agg_wr.en.eq(a_consume)]
+        m.d.comb += [agg_wr.data.eq(agg_beat), agg_wr.en.eq(a_consume)]
         with m.If(a_consume):
             selected_now = sel_count + popcount(mask_beat)
             m.d.comb += [row_load.eq(1), group_load.eq(job_last),
@@ -495,21 +501,27 @@ def _out_queue(m, name, port, push, data_in, depth):
     with m.If(pop):
         m.d.sync += head.eq(Mux(head == depth - 1, 0, head + 1))
     m.d.sync += count.eq(count + push - pop)
-    return named(m, depth - count + pop, f"{name}_room", range(depth + 2))
+    return depth - count + pop
+
+
+def _sum_named(m, values, name):
+    """``sum(values)`` as a named signal; a single value is returned as it is (a name would be an unused alias)."""
+    return values[0] if len(values) == 1 else named(m, sum_tree(values), name)
 
 
 def _clamp(m, name, value, limit):
     """``min(value, limit)`` (unsigned)."""
-    return named(m, Mux(value > limit, limit, value), name, max(len(value), limit.bit_length()))
+    return named(m, Mux(value > limit, limit, value), name)
 
 
 def _rotate(m, name, values, amount, n):
     """``out[i] = values[(i + amount) mod n]`` for a power-of-two ``n``: a log-depth barrel rotator."""
     cur = list(values)
-    for bit in range(max(0, (n - 1).bit_length())):
+    levels = max(0, (n - 1).bit_length())
+    for bit in range(levels):
         step = 1 << bit
-        cur = [named(m, Mux(amount[bit], cur[(i + step) % n], cur[i]), f"{name}_b{bit}_{i}", len(cur[i]))
-               for i in range(n)]
+        nxt = [Mux(amount[bit], cur[(i + step) % n], cur[i]) for i in range(n)]
+        cur = nxt if bit == levels - 1 else [named(m, x, f"{name}_b{bit}_{i}", len(cur[i])) for i, x in enumerate(nxt)]
     return cur
 
 
@@ -547,8 +559,8 @@ def _prefix_pipeline(m, values, width):
 
 
 def _priority(bits, n):
-    """Index of the lowest set bit of ``bits`` (n - 1 if none)."""
+    """Index of the lowest set bit of the ``n - 1`` bits ``bits`` (n - 1 if none)."""
     out = Const(n - 1, range(n))
-    for i in reversed(range(n)):
+    for i in reversed(range(n - 1)):
         out = Mux(bits[i], i, out)
     return out

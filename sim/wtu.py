@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from vrex.errors import TraceError
 from vrex.golden.jobs import WTUJob
 from vrex.golden.wtu_exp import ExpParams
-from vrex.golden.wtu import (PASS_OVERHEAD, ROW_OVERHEAD, select_row, wtu_job, wtu_row_cycles,
+from vrex.golden.wtu import (PASS_OVERHEAD, ROW_OVERHEAD, exp2_latencies, select_row, wtu_job, wtu_row_cycles,
                              wtu_schedule)
 from vrex.hdl.wtu_layouts import (WTUGeometry, wtu_counts_layout, wtu_group_layout, wtu_row_layout,
                                   wtu_scores_layout)
@@ -343,14 +343,22 @@ def measure_cycles(cfg) -> dict:
     result = run_checked(wtu_for(g), bench, "the WTU cycle-measurement run")
     rows = measured_rows(bench, result, params, jobs)
     mean = lambda xs: sum(xs) / len(xs)   # noqa: E731
-    po = PASS_OVERHEAD[g.mode]
+    if g.exp2:
+        lat = exp2_latencies(params.golden["exp"], g.pipeline_stages, g.ratio_bits)
+        per_row = {"overhead": lat["fin_state"] + lat["mask_tail"], "per_unit": 1,
+                   "per_pass_overhead": lat["walk_state"], "latencies": lat,
+                   "unit": "one word of one pass over the row; a pass reads ceil(N / lanes) words, one per cycle",
+                   "formula": "cycles/row = overhead + (2 + P)·per_unit·ceil(N/lanes) + P·per_pass_overhead "
+                              "(P refinement passes run)"}
+    else:
+        per_row = {"overhead": ROW_OVERHEAD, "per_unit": 1, "per_pass_overhead": PASS_OVERHEAD[g.mode],
+                   "unit": "one word of one pass over the row; a pass reads ceil(N / lanes) words, one per cycle",
+                   "formula": "cycles/row = overhead + (2 + P)·per_unit·ceil(N/lanes) + P·per_pass_overhead + walk"}
     out = {
-        "component": "wtu", "mode": g.mode, "lanes": g.lanes, "buckets": g.buckets, "config": cfg.name,
-        "config_hash": cfg.hash(), "simulator": "amaranth.sim",
+        "component": "wtu", "mode": g.mode, "transform": g.transform, "lanes": g.lanes, "buckets": g.buckets,
+        "config": cfg.name, "config_hash": cfg.hash(), "simulator": "amaranth.sim",
         "workload": "peaked rows: two at N = capacity / 4, one at N = capacity",
-        "per_row": {"overhead": ROW_OVERHEAD, "per_unit": 1, "per_pass_overhead": po,
-                    "unit": "one word of one pass over the row; a pass reads ceil(N / lanes) words, one per cycle",
-                    "formula": "cycles/row = overhead + (2 + P)·per_unit·ceil(N/lanes) + P·per_pass_overhead + walk"},
+        "per_row": per_row,
         "per_job": "ceil(N / lanes) count beats + Σ rows",
         "mean_passes": mean([r["selection_passes"] + 2 for r in rows]),
         "mean_selection_passes": mean([r["selection_passes"] for r in rows]),
@@ -358,7 +366,7 @@ def measure_cycles(cfg) -> dict:
         "mean_cycles_per_row": {str(n): mean([r["measured"] for r in rows if r["n"] == n])
                                 for n in sorted({r["n"] for r in rows})},
         "model_matches": all(r["measured"] == r["model"] for r in rows),
-        "formula": FORMULAS[g.mode],
+        "formula": FORMULAS["exp2" if g.exp2 else g.mode],
         "rows": rows,
     }
     if g.mode == "topk":
@@ -378,4 +386,6 @@ FORMULAS = {
     "histogram": "per row 2W + 6 + (W + 2 + walked) (the last term is 0 when top = 0 or T ≥ total); per job + W",
     "topk": "per row 2W + 6 + Σ_passes (W + 2 + bins walked), passes = 1 + ceil(sh0 / D) "
             "(none when k = 0 or k ≥ N); per job + W",
+    "exp2": "per row W (load and bin) + fin_state + P·(W + walk_state) + W + mask_tail, P = refinement passes run "
+            "(vrex.golden.wtu.exp2_latencies); per job + W",
 }

@@ -187,18 +187,22 @@ def test_back_to_back_rows_and_jobs_have_no_idle_cycle():
 def test_measure_cycles_matches_the_model():
     figures = measure_cycles(TINY)
     assert figures["model_matches"] and figures["mode"] == "early_exit"
+    exp2 = measure_cycles(BY_ID["wtu-tiny-exp2"].config())
+    assert exp2["model_matches"] and exp2["per_row"]["latencies"]["fin_state"] == exp2["per_row"]["overhead"] - 2
     assert figures["per_row"]["overhead"] == gw.ROW_OVERHEAD and figures["per_row"]["per_pass_overhead"] == 3
     assert 2 <= figures["mean_passes"] <= 2 + TINY.dre.wtu.buckets
     assert 0 < figures["early_exit"]["mean_fraction_of_scores_to_threshold"] <= 1
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mode", ["early_exit", "histogram", "topk"])
-def test_measure_cycles_edge(mode):
+@pytest.mark.parametrize("transform, mode", [("exp2", "histogram"), ("shift_min", "early_exit"),
+                                             ("shift_min", "histogram"), ("shift_min", "topk")])
+def test_measure_cycles_edge(transform, mode):
     from vrex.config import load_config
 
-    figures = measure_cycles(load_config("edge").with_overrides({"dre.wtu.mode": mode}))
-    assert figures["model_matches"]
+    figures = measure_cycles(load_config("edge").with_overrides({"resv.score_transform": transform,
+                                                                  "dre.wtu.mode": mode}))
+    assert figures["model_matches"] and figures["transform"] == transform
 
 
 # ---- config errors --------------------------------------------------------------------------------------------
@@ -386,3 +390,29 @@ def test_unstable_payload_under_back_pressure_is_caught():
     assert not result.mismatches(bench)                  # the handshakes alone look right ...
     assert result.protocol_errors and "payload changed while stalled" in result.report(bench)   # ... but not this
     assert not run_amaranth(WTU.from_config(TINY), bench).protocol_errors
+
+
+# ---- real-LLM stimulus: WTU jobs recorded from SmolLM2 sessions (tests/data/smollm2_wtu_jobs.json) ------------
+
+SMOLLM2_JOBS = __import__("pathlib").Path(__file__).parent / "data" / "smollm2_wtu_jobs.json"
+
+
+def smollm2_jobs():
+    _, jobs, meta = load_jobs(SMOLLM2_JOBS)
+    assert "SmolLM2" in meta["source"] and jobs
+    return jobs
+
+
+@pytest.mark.parametrize("traffic", [pytest.param((1.0, 1.0), id="no-stall"), pytest.param((0.6, 0.5), id="stall")])
+def test_real_llm_jobs_on_the_edge_wtu(traffic):
+    """Rows of a trained LLM (peaked, with sinks and heavy hitters) through the edge exp2 WTU; exact cycles."""
+    cfg = BY_ID["wtu-edge-exp2"].config()
+    jobs = smollm2_jobs()
+    bench = make_bench(cfg, jobs=jobs, p_valid=traffic[0], p_ready=traffic[1], seed=9)
+    result = run(cfg, bench)
+    sel = [gw.wtu_job(j.counts, j.rows, capacity=cfg.dre.wtu.row_capacity, **bench_params(cfg).golden) for j in jobs]
+    assert sum(r.count() for s in sel for r in s.rows) < 0.5 * sum(len(j.counts) * len(j.rows) for j in jobs)
+    if traffic == (1.0, 1.0):
+        t0 = result.handshake_cycles["in:counts"][0]
+        model = model_schedule(bench_params(cfg), jobs)
+        assert {k: [c - t0 for c in v] for k, v in result.handshake_cycles.items() if k in model} == model

@@ -131,3 +131,15 @@ def test_extreme_geometries_lint_and_structure(overrides):
     lint = verilator_lint(emitted)
     assert lint.clean, "\n".join(lint.warnings)
     structural_check(emitted)
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("simulator", simulators())
+def test_cocotb_real_llm_jobs(simulator, work_dir):
+    """WTU jobs recorded from SmolLM2 sessions on the edge exp2 WTU under random back-pressure."""
+    from test_wtu import smollm2_jobs
+
+    cfg = next(c for c in WTU_CASES if c.id == "wtu-edge-exp2").config()
+    bench = make_bench(cfg, jobs=smollm2_jobs(), p_valid=0.7, p_ready=0.6, seed=3)
+    result = run_cocotb(emit("wtu", cfg), bench, simulator, work_dir)
+    assert not result.report(bench), result.report(bench)
