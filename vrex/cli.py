@@ -42,7 +42,7 @@ examples:
 
 def add_config_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", "-c", metavar="F",
-                   help="YAML config file or built-in name (edge, server, tiny); default: edge (the paper's V-Rex8)")
+                   help="YAML config file or built-in name (edge, server, smollm2, tiny); default: edge (the paper's V-Rex8)")
 
 
 def load_config_arg(args):

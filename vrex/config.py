@@ -764,7 +764,7 @@ def builtin_config_names() -> list[str]:
 
 
 def _resolve(name_or_path) -> tuple[str, str]:
-    """Return (text, source label) for a built-in name (edge, server, tiny) or a file path."""
+    """Return (text, source label) for a built-in name (edge, server, smollm2, tiny) or a file path."""
     p = Path(name_or_path)
     if p.suffix in (".yaml", ".yml") or os.sep in str(name_or_path) or p.exists():
         try:
