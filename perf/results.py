@@ -490,8 +490,17 @@ def _ablation_table(ab) -> list[str]:
                     f"{r['prediction_share']:.1%} / {r['prediction_busy_share']:.1%}"] for r in ab])
 
 
+def _portable(text: str) -> str:
+    """The document names files relative to the project (no machine-specific prefixes)."""
+    from vrex.paths import build_root
+
+    for prefix, short in ((str(build_root()) + "/", "build/"), (str(Path.cwd()) + "/", "")):
+        text = text.replace(prefix, short)
+    return text
+
+
 def write_results(path, measured=None, figures=None, *, strict: bool = False) -> Path:
-    text = build_results(measured, figures, strict=strict)
+    text = _portable(build_results(measured, figures, strict=strict))
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(out.suffix + ".tmp")
