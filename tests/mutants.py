@@ -46,3 +46,36 @@ def wtu_ties_to_higher_index(scores, counts, **kw):
     """WTU top-k: ties at the k-th value go to the higher index."""
     order = sorted(range(len(scores)), key=lambda j: (-scores[j], -j))[:kw["k"]]
     return gw.RowSelection(sum(1 << j for j in order), 0, 0, 0)
+
+
+# ---- performance model: deliberately wrong device tiers (tests/test_perf_tier.py must catch them) ----------------
+
+
+def _perf_tier():
+    from vrex.perf.memory import DeviceTier
+
+    return DeviceTier
+
+
+def tier_per_stream():
+    """Device tier whose capacity every stream gets whole (not shared by the batch)."""
+    DeviceTier = _perf_tier()
+
+    class PerStream(DeviceTier):
+        def device_tokens(self, cfg, batch, kv_tokens):
+            return super().device_tokens(cfg, 1, kv_tokens)
+
+    return PerStream("capacity")
+
+
+def tier_without_staging():
+    """Device tier that forgets to carve the retrieval staging area out of its capacity."""
+    DeviceTier = _perf_tier()
+
+    class NoStaging(DeviceTier):
+        def device_tokens(self, cfg, batch, kv_tokens):
+            window = min(kv_tokens, cfg.resv.recent_window_tokens + cfg.resv.sink_tokens)
+            per_stream = int(self.capacity_bytes(cfg, batch) // (batch * cfg.model.kv_bytes_per_token))
+            return min(kv_tokens, max(window, per_stream))
+
+    return NoStaging("capacity")

@@ -265,6 +265,12 @@ class KVMUConfig(_Section):
     max_outstanding: int = param(8, "Outstanding DMA requests.", min=1)
     axi_data_bits: int = param(128, "AXI4 data width.", min=32)
     axi_addr_bits: int = param(40, "AXI4 address width.", min=32, max=64)
+    device_capacity_bytes: int = param(
+        0, "Device-DRAM bytes for the KV of all streams of a batch, all layers, the retrieval staging area included "
+           "(0 = auto: what the device DRAM holds after the weights and activations). The device tier keeps the newest "
+           "KV up to this capacity; older KV is evicted (whole frames) to the host/SSD tier. An explicit value must "
+           "hold the sinks, recent window and staging area of the largest batch and must not exceed the DRAM.",
+        min=0, unit="B")
 
 
 @dataclass(frozen=True)
@@ -399,23 +405,30 @@ class GPUConfig(_Section):
     link_lanes: int = param(4, "Link lanes (energy: system.link.watts_per_lane each at full load).", min=1)
     power_w: float = param(40.0, "Board power at full load (Table I; tegrastats / nvidia-smi).", min=0.001, unit="W")
     idle_w: float = param(8.0, "Power drawn while the board is on but idle (assumption).", min=0, unit="W")
-    matmul_efficiency: float = param(0.5, "Fraction of tensor peak reached by the GEMMs of a few-token step.",
-                                     min=0.001, max=1)
+    matmul_efficiency: float = param(
+        0.27, "Fraction of tensor peak reached by the GEMMs (AGX Orin: fitted to TinyChat's FP16 prefill, "
+              "vrex.perf.validation).", min=0.001, max=1)
     vector_efficiency: float = param(0.3, "Fraction of vector peak reached by elementwise kernels.", min=0.001, max=1)
     irregular_efficiency: float = param(
         0.02, "Fraction of vector peak reached by data-dependent selection (top-k, sort, clustering), counted in "
               "compare operations.", min=0.001, max=1)
-    dram_efficiency: float = param(0.6, "Fraction of memory peak reached by weight and KV streaming kernels.",
-                                   min=0.001, max=1)
+    dram_efficiency: float = param(
+        0.76, "Fraction of memory peak reached by weight and KV streaming kernels (AGX Orin: fitted to TinyChat's FP16 "
+              "decode, vrex.perf.validation).", min=0.001, max=1)
     link_efficiency: float = param(0.8, "Fraction of link peak reached by large host/storage copies.", min=0.001,
                                    max=1)
-    launch_overhead_us: float = param(20.0, "Host-side cost of one kernel launch (eager PyTorch dispatch).", min=0,
-                                      unit="us")
+    launch_overhead_us: float = param(
+        125.0, "Host-side cost of one kernel launch, eager PyTorch dispatch (AGX Orin: fitted to HF Transformers' FP16 "
+               "decode, vrex.perf.validation).", min=0, unit="us")
     llm_kernels_per_layer: int = param(
-        12, "Kernels per decoder layer and step: 2 norms, QKV, RoPE, 2 attention, O, 2 residuals, gate/up, act, down.",
-        min=0)
+        40, "Kernels per decoder layer and step of HF-style eager PyTorch: 2 RMSNorms of ~7 kernels, Q/K/V, RoPE "
+            "(~10), cache update, GQA expand, attention, O, 2 residual adds, gate, up, SiLU, multiply, down.", min=0)
     prediction_kernels_per_layer: int = param(
         6, "Kernels of one KV prediction per layer (project, score, reduce, threshold, top-k, gather).", min=0)
+    kv_tier: Literal["window", "device"] = param(
+        "window", "Where the GPU baselines keep KV: only the sinks and recent window, the rest offloaded (window: "
+                  "FlexGen, InfiniGen and ReKV as the paper configures them), or the newest KV up to what the GPU "
+                  "memory holds after the weights (device: the same rule as dre.kvmu.device_capacity_bytes = 0).")
 
     def _check(self):
         if self.idle_w >= self.power_w:
@@ -504,6 +517,10 @@ class PerfConfig(_Section):
                                             "scored per context.", min=1)
     cluster_run_tokens: float = param(32.0, "Tokens a selected cluster reads as one contiguous run from the offload "
                                             "tier (cluster-contiguous layout with per-cluster append regions).", min=1)
+    ratio_fit: Literal["power", "log_linear", "constant"] = param(
+        "power", "How measured retrieval ratios (golden JSONs at several session lengths) extend to other KV sizes: "
+                 "r = a * n^b (power), r = a + b * ln n (log_linear) or their mean (constant); n = retrieval "
+                 "candidates per stream.")
     overlap: Literal["prefetch", "serial"] = param(
         "prefetch", "prefetch: layer l's prediction selects layer l+1's KV, whose transfer overlaps layer l (paper "
                     "Fig. 5/6, all systems); serial: prediction and transfer of a layer precede its attention.")
@@ -593,6 +610,34 @@ class Config(_Section):
         """WiCSum ratio in unsigned Q0.ratio_bits (round half up)."""
         return int(math.floor(self.resv.wicsum_ratio * (1 << self.dre.wtu.ratio_bits) + 0.5))
 
+    def kv_candidates(self, kv_tokens: int) -> int:
+        """Tokens of one stream older than the always-attended sinks and recent window: what retrieval selects from."""
+        return max(0, kv_tokens - (self.resv.recent_window_tokens + self.resv.sink_tokens))
+
+    def kv_staging_bytes(self, batch: int, kv_tokens: int) -> float:
+        """Retrieval staging area in device DRAM: two layers (the one attending and the one being prefetched) of the
+        batch's retrieval candidates at full fetch, the bound any selection fits in."""
+        m = self.model
+        return 2 * batch * self.kv_candidates(kv_tokens) * m.kv_bytes_per_token / m.layers
+
+    def activation_bytes(self, batch: int) -> float:
+        """Device DRAM for activations: one layer's working set of the largest step (hidden states, Q/K/V, FFN
+        intermediates) double-buffered, the LM-head logits in FP32 and the vision tower's tokens (4 x hidden values
+        each, an upper bound for SigLIP-L); megabytes beside gigabytes of weights and KV."""
+        m = self.model
+        tokens = batch * max(m.tokens_per_frame, m.question_tokens)
+        layer = tokens * (4 * m.hidden + (m.query_heads + 2 * m.kv_heads) * m.head_dim + 2 * m.ffn_dim)
+        vision = batch * m.vision_tokens * 4 * m.hidden
+        return (2 * layer + vision) * m.weight_bytes + batch * m.vocab * 4
+
+    def device_kv_capacity_bytes(self, batch: int, dram_gb: float | None = None) -> float:
+        """``dre.kvmu.device_capacity_bytes``, or (0 = auto) what a device DRAM of ``dram_gb`` (default
+        ``system.dram.capacity_gb``) holds after the weights and activations of ``batch`` streams."""
+        if self.dre.kvmu.device_capacity_bytes and dram_gb is None:
+            return float(self.dre.kvmu.device_capacity_bytes)
+        dram = (self.system.dram.capacity_gb if dram_gb is None else dram_gb) * 1e9
+        return max(0.0, dram - self.model.weight_bytes_total - self.activation_bytes(batch))
+
     # ---- conversions -------------------------------------------------------------------------------------------
 
     def to_dict(self) -> dict:
@@ -643,7 +688,7 @@ def _check_perf_capacity(cfg: "Config") -> None:
             _fail(key, cap_gb, f"must hold the model weights ({weights / gb:.1f} GB: decoder layers, LM head, vision "
                                "tower); use a larger memory or a smaller model.")
     resident = batch * (cfg.resv.recent_window_tokens + cfg.resv.sink_tokens) * m.kv_bytes_per_token
-    staged = 2 * batch * kv * layer_kv    # two layers of fetched KV: the one in use and the one being prefetched
+    staged = cfg.kv_staging_bytes(batch, kv)
     for key, cap_gb in capacities:
         need = weights + resident + staged
         if need > cap_gb * gb:
@@ -651,6 +696,21 @@ def _check_perf_capacity(cfg: "Config") -> None:
                                f"resident window {resident / gb:.1f} GB + two layers of fetched KV {staged / gb:.1f} GB "
                                f"= {need / gb:.1f} GB; reduce perf.batches, perf.kv_sizes or "
                                "resv.recent_window_tokens.")
+    explicit = cfg.dre.kvmu.device_capacity_bytes
+    if explicit:
+        key, dram = "dre.kvmu.device_capacity_bytes", sysc.dram.capacity_gb * gb
+        if explicit > dram:
+            _fail(key, explicit, f"is larger than the device DRAM (system.dram.capacity_gb = {sysc.dram.capacity_gb} GB "
+                                 f"= {dram:.0f} B); give at most what it holds beside the weights, or 0 for auto.")
+        if explicit < resident + staged:
+            _fail(key, explicit, f"must hold the sinks and recent window of batch {batch} ({resident / gb:.2f} GB) plus "
+                                 f"the retrieval staging area ({staged / gb:.2f} GB) = {(resident + staged) / gb:.2f} GB; "
+                                 "raise it, or use 0 for auto.")
+        room = dram - weights - cfg.activation_bytes(batch)
+        if explicit > room:
+            _fail(key, explicit, f"does not fit beside the weights ({weights / gb:.1f} GB) and activations "
+                                 f"({cfg.activation_bytes(batch) / gb:.2f} GB) in the {sysc.dram.capacity_gb} GB device "
+                                 f"DRAM (at most {room:.0f} B); lower it, or use 0 for auto.")
     total_kv = batch * kv * m.kv_bytes_per_token
     if total_kv > sysc.storage.capacity_gb * gb:
         _fail("perf.kv_sizes", list(p.kv_sizes),
