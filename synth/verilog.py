@@ -91,7 +91,7 @@ def flow_source_hash() -> str:
 
 def emit(component: str, cfg, out_dir: str | os.PathLike | None = None, *, force: bool = False) -> Emitted:
     """Write the Verilog and the IP package of ``component`` built from ``cfg``; reuse an up-to-date folder unless
-    ``force``. A folder that holds something else raises :class:`~vrex.errors.UsageError` before anything is
+    ``force``. An ``out_dir`` that holds something else raises :class:`~vrex.errors.UsageError` before anything is
     written (:func:`vrex.synth.package.check_folder`)."""
     spec = get_component(component)
     d = Path(out_dir) if out_dir is not None else build_dir("rtl", f"{component}-{cfg.hash()}")
@@ -101,7 +101,8 @@ def emit(component: str, cfg, out_dir: str | os.PathLike | None = None, *, force
     meta = {"component": component, "top": spec.top, "config": cfg.name, "config_hash": cfg.hash(),
             "vrex": __version__, "amaranth": python_packages().get("amaranth"), "hdl_sources": hdl_source_hash(),
             "package": package_source_hash(), "benches": bench_source_hash()}
-    check_folder(d, component, spec.top, cfg)
+    if out_dir is not None:   # the build folder is named by component and hash: nothing else can be in it
+        check_folder(d, component, spec.top, cfg)
     if not force and manifest.is_file() and all((d / name).is_file() for name in files.values()):
         try:
             if json.loads(manifest.read_text()) == meta:
