@@ -9,7 +9,8 @@ probability 3/4 (one 32-bit LFSR per port, seeded from the bench seed). Every ou
 expected one in order; an output that drops valid or changes its payload while stalled, an extra beat, any
 output that is X or Z after reset, a status signal that differs from ``expected_signals`` after the drain, or
 not finishing within the bench's cycle budget ends the run with ``$fatal`` (non-zero exit). A bench with no
-stimulus is the idle test: reset, then nothing may come out.
+stimulus and no expected beats is the idle test: after reset every output is defined and no output stream
+transfers a beat.
 
 Statics are constant inputs for the whole run; any other input that is not the clock or reset is held at 0.
 """
@@ -36,6 +37,11 @@ def usable_bench(bench, ports: list[dict]) -> str | None:
     for name in list(bench.statics) + list(bench.expected_signals):
         if name not in names:
             return f"signal {name} is not a port"
+    driven = ({f"{p}__{s}" for p in bench.inputs for s in ("payload", "valid")} | {f"{p}__ready" for p in bench.expected}
+              | set(bench.statics))
+    for p in ports:
+        if p["direction"] == "input" and p.get("role") not in ("clock", "reset") and p["name"] not in driven:
+            return f"its bench does not drive the input {p['name']} (a model outside the bench answers it)"
     return None
 
 
@@ -141,8 +147,8 @@ def verilog_testbench(bench: StreamBench, interface: dict, *, name: str, clock_m
 
 
 def _summary(bench: StreamBench) -> str:
-    if not bench.inputs and not bench.expected:
-        return "idle after reset, every output defined and quiet"
+    if not bench.inputs and not any(bench.expected.values()):
+        return "idle after reset, every output defined and no output stream active"
     beats = [f"{len(v)} {p}" for p, v in bench.inputs.items()] + [f"{len(v)} {p}" for p, v in bench.expected.items()]
     return f"{', '.join(beats)} beats match the golden model under random stalls"
 

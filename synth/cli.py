@@ -86,6 +86,12 @@ def _cmd_synth(args) -> int:
 
     cfg = load_config_arg(args)
     json_out = output_file(args.json, "--json") if args.json else None
+    if args.liberty is not None:   # a bad --liberty fails before the long generic synthesis, not after it
+        from .liberty import resolve_library
+
+        tech = cfg.technology
+        resolve_library(args.liberty, pdk_folder=tech.pdk_dir, source_node_nm=tech.source_node_nm,
+                        drive_cell=tech.input_drive_cell)
     records = {}
     names = _components(args)
     for name in names:

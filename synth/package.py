@@ -127,7 +127,9 @@ def _testbench(component: str, interface: dict, cfg) -> str:
         origin = (f"Vectors: the {component} bench of vrex.sim ({BENCH_TRANSACTIONS} random input transactions, seed "
                   "1), expected outputs from the golden model.")
     else:
-        bench = StreamBench(name=f"{component}-idle", inputs={}, expected={})
+        outputs = {st["ports"]["payload"].removesuffix("__payload"): [] for st in interface["streams"]
+                   if st["direction"] == "output" and st["ports"]["payload"] and st["ports"]["ready"]}
+        bench = StreamBench(name=f"{component}-idle", inputs={}, expected=outputs, drain_cycles=32)
         origin = f"Idle test only: {why}."
     return verilog_testbench(bench, interface, name=testbench_name(interface["top"]),
                              clock_mhz=cfg.technology.clock_mhz, origin=origin)

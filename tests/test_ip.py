@@ -11,6 +11,7 @@ import mutants
 from vrex.config import load_config
 from vrex.errors import UsageError
 from vrex.hdl.registry import component_names
+from vrex.sim.bench import StreamBench
 from vrex.sim.hamming_lanes import make_bench
 from vrex.sim.verilog_bench import STALL_PROBABILITY, verilog_testbench
 from vrex.synth.fusesoc import core_vlnv
@@ -113,11 +114,19 @@ def test_fusesoc_lists_shows_lints_and_simulates_the_core(work_dir):
     assert "VERILATOR_OPTIONS := -Wall" in next((work_dir / "lint").rglob("config.mk")).read_text()
     # the same lint through FuseSoC fails once the alias waivers are gone
     broken = work_dir / "broken"
-    shutil.copytree(e.directory, broken, ignore=shutil.ignore_patterns("sim_*", ".*", "lint.log"))
+    shutil.copytree(e.directory, broken, ignore=shutil.ignore_patterns("sim_*", ".*", "lint.log"), dirs_exist_ok=True)
     (broken / e.waivers.name).write_text(e.waivers.read_text().split("// 9.")[0])
     run = fusesoc("--cores-root", str(broken), "run", "--build-root", str(work_dir / "broken-lint"), "--target", "lint",
                   vlnv, cwd=work_dir)
     assert run.returncode != 0 and "UNUSEDSIGNAL" in run.stdout + run.stderr
+
+
+def _icarus(work_dir, verilog: str, tb: str) -> subprocess.CompletedProcess:
+    (work_dir / "dut.v").write_text(verilog)
+    (work_dir / "tb.v").write_text(tb)
+    subprocess.run([require("iverilog").path, "-g2005", "-o", str(work_dir / "tb.vvp"), "dut.v", "tb.v"], check=True,
+                   cwd=work_dir)
+    return subprocess.run(["vvp", "-n", "tb.vvp"], capture_output=True, text=True, cwd=work_dir)
 
 
 def test_golden_vector_testbench_catches_a_wrong_reference(work_dir):
@@ -126,13 +135,35 @@ def test_golden_vector_testbench_catches_a_wrong_reference(work_dir):
     for reference, ok in ((None, True), (mutants.lanes_less_equal, False)):
         kw = {"reference": reference} if reference else {}
         bench = make_bench(TINY, n=100, seed=1, p_valid=p, p_ready=p, **kw)
-        tb = work_dir / "tb.v"
-        tb.write_text(verilog_testbench(bench, _interface(e), name="tb", clock_mhz=100, origin="test"))
-        subprocess.run([require("iverilog").path, "-g2005", "-o", str(work_dir / "tb.vvp"), str(e.verilog), str(tb)],
-                       check=True)
-        run = subprocess.run(["vvp", "-n", str(work_dir / "tb.vvp")], capture_output=True, text=True)
+        tb = verilog_testbench(bench, _interface(e), name="tb", clock_mhz=100, origin="test")
+        run = _icarus(work_dir, e.verilog.read_text(), tb)
         assert (run.returncode == 0) == ok and ("PASS: vrex_hamming_lanes: 100 i, 100 o beats" in run.stdout) == ok
         assert ok or "FAIL: o beat" in run.stdout
+
+
+def test_idle_testbench_when_the_bench_cannot_be_replayed(work_dir):
+    """A bench that leaves an input undriven (here the HCU's threshold) cannot be replayed; the idle test then
+    fails on an output stream that transfers a beat or an output that is X."""
+    e = emit("hcu", TINY)
+    interface = _interface(e)
+    from vrex.sim.hcu import make_bench as hcu_bench
+    from vrex.sim.verilog_bench import usable_bench
+
+    bench = hcu_bench(TINY, n=10, seed=1)
+    assert usable_bench(bench, interface["ports"]) is None
+    bench.statics.clear()
+    assert "does not drive the input threshold" in usable_bench(bench, interface["ports"])
+    lanes = emit("hamming_lanes", TINY)
+    idle = StreamBench(name="idle", inputs={}, expected={"o": []}, drain_cycles=32)
+    tb = verilog_testbench(idle, _interface(lanes), name="tb", clock_mhz=100, origin="test")
+    text = lanes.verilog.read_text()
+    assert re.search(r"o__valid <= \\\$\d+ ;", text)
+    run = _icarus(work_dir, text, tb)
+    assert run.returncode == 0 and "idle after reset, every output defined" in run.stdout
+    run = _icarus(work_dir, re.sub(r"o__valid <= \\\$\d+ ;", "o__valid <= 1'h1;", text), tb)
+    assert run.returncode != 0 and "FAIL: o: more beats than expected" in run.stdout
+    run = _icarus(work_dir, re.sub(r"o__valid <= \\\$\d+ ;", "o__valid <= 1'bx;", text), tb)
+    assert run.returncode != 0 and re.search(r"FAIL: output (o__valid|i__ready) is X or Z", run.stdout)
 
 
 def test_package_folder_clashes_are_one_sentence(tmp_path):
