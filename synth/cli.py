@@ -156,12 +156,17 @@ def _add_figure_options(p) -> None:
 
 def register(sub) -> None:
     v = sub.add_parser("verilog", help="generate Verilog for a component",
-                       description="Write <top>.v, a file list (files.f) and the config snapshot (config.yaml) "
-                                   "for a component built from the config.")
-    v.add_argument("--component", metavar="NAME", help="component name (see `vrex verilog --list`); default: all")
+                       description="Write <top>.v, a file list (files.f), the config snapshot (config.yaml) and the "
+                                   "IP package for a component built from the config: <top>.sdc (timing constraints), "
+                                   "<top>.vlt (Verilator waivers: plain `verilator --lint-only -Wall` is clean), "
+                                   "<top>.core (FuseSoC core with lint and sim targets), <top>.interface.json/.md and "
+                                   "tb_<top>.v (docs/ip.md).")
+    v.add_argument("--component", metavar="NAME", help="component name (an unknown name lists the known ones); default: all")
     v.add_argument("--all", action="store_true", help="every registered component")
     add_config_option(v)
-    v.add_argument("-o", "--output", metavar="DIR", help="output folder (default: build/rtl/<component>-<hash>)")
+    v.add_argument("-o", "--output", metavar="DIR",
+                   help="output folder (default: build/rtl/<component>-<hash>; with --all one subfolder per component); "
+                        "an existing folder must be empty or hold the same package")
     v.set_defaults(func=_cmd_verilog)
 
     s = sub.add_parser("synth", help="synthesis figures of a component",
