@@ -37,8 +37,8 @@ def usable_bench(bench, ports: list[dict]) -> str | None:
     for name in list(bench.statics) + list(bench.expected_signals):
         if name not in names:
             return f"signal {name} is not a port"
-    driven = ({f"{p}__{s}" for p in bench.inputs for s in ("payload", "valid")} | {f"{p}__ready" for p in bench.expected}
-              | set(bench.statics))
+    driven = ({f"{p}__{s}" for p in bench.inputs for s in ("payload", "valid")}
+              | {f"{p}__ready" for p in bench.expected} | set(bench.statics))
     for p in ports:
         if p["direction"] == "input" and p.get("role") not in ("clock", "reset") and p["name"] not in driven:
             return f"its bench does not drive the input {p['name']} (a model outside the bench answers it)"

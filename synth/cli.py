@@ -161,11 +161,13 @@ def register(sub) -> None:
                                    "<top>.vlt (Verilator waivers: plain `verilator --lint-only -Wall` is clean), "
                                    "<top>.core (FuseSoC core with lint and sim targets), <top>.interface.json/.md and "
                                    "tb_<top>.v (docs/ip.md).")
-    v.add_argument("--component", metavar="NAME", help="component name (an unknown name lists the known ones); default: all")
+    v.add_argument("--component", metavar="NAME",
+                   help="component name (an unknown name lists the known ones); default: all")
     v.add_argument("--all", action="store_true", help="every registered component")
     add_config_option(v)
     v.add_argument("-o", "--output", metavar="DIR",
-                   help="output folder (default: build/rtl/<component>-<hash>; with --all one subfolder per component); "
+                   help="output folder (default: build/rtl/<component>-<hash>; with --all one subfolder per "
+                        "component); "
                         "an existing folder must be empty or hold the same package")
     v.set_defaults(func=_cmd_verilog)
 

@@ -76,9 +76,9 @@ def check_folder(folder: Path, component: str, top: str, cfg) -> None:
             raise UsageError(f"{manifest} was not written by vrex; choose another folder with -o or remove it.")
         if (old["component"], old["config_hash"]) != (component, cfg.hash()):
             raise UsageError(f"{folder} already holds the package of component {old['component']} (config "
-                             f"{old.get('config')}, hash {old['config_hash']}); writing {component} (config {cfg.name}, "
-                             f"hash {cfg.hash()}) there would overwrite it: choose another folder with -o or remove "
-                             "it first.")
+                             f"{old.get('config')}, hash {old['config_hash']}); writing {component} (config "
+                             f"{cfg.name}, hash {cfg.hash()}) there would overwrite it: choose another folder with -o "
+                             "or remove it first.")
     else:
         taken = [name for name in files.values() if (folder / name).exists()]
         if taken:

