@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
-from vrex.errors import UsageError
+from vrex.errors import UsageError, output_file
 
 __all__ = ["register", "parse_index_list"]
 
@@ -108,11 +107,15 @@ def _cmd_golden(args) -> int:
     except ValueError:
         budget = args.budget              # paper, matched, or a word BaselineSettings rejects with the --budget text
     settings = BaselineSettings(budget=budget, top_p=args.top_p, page_tokens=args.page_tokens)
+    outputs = {key: output_file(getattr(args, key), option) for key, option in
+               (("json", "--json"), ("plot", "--plot"), ("save_trace", "--save-trace")) if getattr(args, key)}
     cfg, trace, layers, heads = _load(args)
+    written = []
     if args.save_trace:
         from .trace import save_trace
 
-        save_trace(trace, args.save_trace)
+        save_trace(trace, outputs["save_trace"])
+        written.append(str(outputs["save_trace"]))
     d = trace.describe()
     print(f"config {cfg.name} ({cfg.hash()}), {d['kind']} trace: {d['tokens']} tokens = {d['frames']} frames × "
           f"{cfg.model.tokens_per_frame} + {d['question_tokens']} question + {d['answer_tokens']} answer tokens; "
@@ -134,40 +137,43 @@ def _cmd_golden(args) -> int:
     if all(report["methods"][m]["frame"]["retrieval_ratio"] is None for m in report["methods"]):
         print("note: nothing was offloaded — the session is shorter than the recent window; use more --frames or a "
               "smaller resv.recent_window_tokens.")
-    print(f"run: {report['run']['seconds']:.1f} s, engine {report['run']['engine']}, torch {report['run']['torch']}")
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(report, indent=1))
-        print(f"wrote {args.json}")
+        outputs["json"].write_text(json.dumps(report, indent=1))
+        written.append(str(outputs["json"]))
     if args.plot:
         from .plot import plot_ratios
 
-        print(f"wrote {plot_ratios(report, args.plot)}")
+        written.append(str(plot_ratios(report, outputs["plot"])))
+    print(f"golden: {d['kind']} trace, {len(methods)} methods, config {cfg.name} ({cfg.hash()}) in "
+          f"{report['run']['seconds']:.1f} s (engine {report['run']['engine']}, torch {report['run']['torch']}); "
+          + (f"wrote {', '.join(written)}" if written else "nothing written (--json / --plot write the report)"))
     return 0
 
 
 def _cmd_jobs(args) -> int:
     from .jobs import record_jobs, save_jobs
 
+    out = output_file(args.out, "--out")
     cfg, trace, layers, heads = _load(args)
+    print(f"golden-jobs: recording the ReSV session on the {trace.describe()['kind']} trace ...", file=sys.stderr,
+          flush=True)
     hcu, wtu = record_jobs(cfg, trace, layers=layers, heads=heads, max_jobs=args.max_jobs)
     meta = {"config": cfg.name, "config_hash": cfg.hash(), "trace": trace.describe()}
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    save_jobs(args.out, hcu, wtu, meta)
-    print(f"wrote {len(hcu)} HCU jobs and {len(wtu)} WTU jobs to {args.out}")
+    save_jobs(out, hcu, wtu, meta)
+    print(f"wrote {len(hcu)} HCU jobs and {len(wtu)} WTU jobs to {out}")
     return 0
 
 
 def _cmd_bench(args) -> int:
     from .benchmark import format_benchmark, run_benchmark
 
+    json_out = output_file(args.json, "--json") if args.json else None
     result = run_benchmark(args.config, tokens=args.tokens, layers=args.layers, heads=args.heads,
                            engines=tuple(args.engines.split(",")), evaluate_all=args.evaluate)
     print(format_benchmark(result))
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(result, indent=1))
-        print(f"wrote {args.json}")
+    if json_out:
+        json_out.write_text(json.dumps(result, indent=1))
+    print("golden-bench: done; " + (f"wrote {json_out}" if json_out else "nothing written (--json writes the result)"))
     return 0
 
 

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from vrex.cli import add_config_option, load_config_arg
-from vrex.errors import UsageError
+from vrex.errors import UsageError, output_file, output_folder
 
 __all__ = ["register"]
 
@@ -43,6 +42,8 @@ def _cmd_perf(args) -> int:
     from .sweep import evaluate
 
     cfg = load_config_arg(args)
+    json_out = output_file(args.json, "--json") if args.json else None
+    plot_dir = output_folder(args.plot, "--plot") if args.plot else None
     overrides = dict(_override(t) for t in args.set or [])
     if args.batches:
         overrides["perf.batches"] = _int_list(args.batches, "--batches")
@@ -68,8 +69,9 @@ def _cmd_perf(args) -> int:
     ev = evaluate(cfg, measured, figures, strict=args.strict)
     rows = comparison_rows(ev)
     print(render_text(ev, rows), end="")
-    out_dir = Path(args.plot) if args.plot else build_dir("perf", f"{cfg.name}-{cfg.hash()}")
+    out_dir = plot_dir or build_dir("perf", f"{cfg.name}-{cfg.hash()}")
     record = to_json(ev, rows)
+    paths = []
     if not args.no_plot:
         from .plots import write_plots
 
@@ -78,11 +80,10 @@ def _cmd_perf(args) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     text = json.dumps(record, indent=1) + "\n"
     (out_dir / "perf.json").write_text(text)
-    print(f"json: {out_dir / 'perf.json'}")
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(text)
-        print(f"json: {args.json}")
+    if json_out:
+        json_out.write_text(text)
+    print(f"perf: config {cfg.name} (hash {cfg.hash()}), {len(rows)} comparison rows; JSON {out_dir / 'perf.json'}"
+          + (f" and {json_out}" if json_out else "") + (f", {len(paths)} plots in {out_dir}" if paths else ""))
     return 0
 
 

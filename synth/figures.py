@@ -82,7 +82,7 @@ def _add_memory_power(power: dict, memories, rates_for, clock_mhz: float, source
 def component_figures(name: str, cfg, *, liberty: str | None = None, clock_mhz: float | None = None,
                       require_library: bool = False, activity: bool = True, transactions: int | None = None,
                       stimulus: str | None = None, p_valid: float = 1.0, p_ready: float = 1.0,
-                      use_cache: bool = True, skip_tools: tuple = ()) -> dict:
+                      use_cache: bool = True, skip_tools: tuple = (), progress=None) -> dict:
     """The figures record of component ``name`` built from ``cfg``.
 
     Parameters
@@ -98,6 +98,8 @@ def component_figures(name: str, cfg, *, liberty: str | None = None, clock_mhz: 
         the SAIF run (default ``technology.activity_transactions`` / ``activity_stimulus``, full throughput).
     skip_tools
         tools to treat as absent (``"sta"``), to produce and test partial results.
+    progress
+        called with a short description of each step as it starts (the CLI prints it).
     """
     from vrex.hdl.registry import get_component
 
@@ -106,7 +108,10 @@ def component_figures(name: str, cfg, *, liberty: str | None = None, clock_mhz: 
     clock = float(clock_mhz or tech.clock_mhz)
     lib_spec = liberty or tech.liberty
     n_txn = int(transactions or tech.activity_transactions)
+    say = progress or (lambda what: None)
+    say("Verilog")
     emitted = emit(name, cfg)
+    say("generic Yosys figures")
     missing: dict[str, str] = {}
     record = {"component": name, "top": emitted.top, "description": spec.description, "config": cfg.name,
               "config_hash": cfg.hash(), "verilog": str(emitted.verilog), "generic": generic_figures(emitted),
@@ -134,14 +139,17 @@ def component_figures(name: str, cfg, *, liberty: str | None = None, clock_mhz: 
     cache = folder / f"{_cache_key(key_parts)}.json"
     if use_cache and cache.is_file():
         try:
-            return json.loads(cache.read_text())
+            record = json.loads(cache.read_text())
+            say(f"cached record {cache}")
+            return record
         except json.JSONDecodeError:
             pass
     t0 = time.time()
     if lib is not None:
         _library_figures(record, name, cfg, emitted, lib, clock, folder, missing, sta_ok=sta_ok,
                          verilator_ok=verilator_ok, activity=activity, n_txn=n_txn, stimulus=stimulus,
-                         p_valid=p_valid, p_ready=p_ready)
+                         p_valid=p_valid, p_ready=p_ready, say=say)
+    say("cycle figures")
     record["cycles"] = _cycles(name, cfg, missing)
     record["meta"] = {"git": git_revision(), "tools": figure_tools(), "seconds": round(time.time() - t0, 2),
                       "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "figures_version": FIGURES_VERSION}
@@ -166,7 +174,7 @@ def _cycles(name: str, cfg, missing: dict):
 
 
 def _library_figures(record, name, cfg, emitted, lib, clock, folder, missing, *, sta_ok, verilator_ok, activity,
-                     n_txn, stimulus, p_valid, p_ready):
+                     n_txn, stimulus, p_valid, p_ready, say):
     from .mapped import flop_state_nets, map_design
     from .saif import activity_tcl, read_saif
     from .sram import sram_model
@@ -176,6 +184,7 @@ def _library_figures(record, name, cfg, emitted, lib, clock, folder, missing, *,
     record["liberty"] = lib.identity()
     work = folder / f"{lib.name}-{lib.digest}-{clock:g}MHz"
     model = sram_model(pdk_dir(tech.pdk_dir, required=False), tech.sram_model)
+    say(f"mapping to {lib.name} (Yosys + ABC)")
     mapped = map_design(emitted, lib, cfg, work, clock_mhz=clock, sram_model=model)
     record.update({"area_um2": mapped.area_um2, "logic_area_um2": mapped.logic_area_um2,
                    "area_breakdown": mapped.area_breakdown, "cells": mapped.cells, "cell_types": mapped.cell_types,
@@ -186,6 +195,7 @@ def _library_figures(record, name, cfg, emitted, lib, clock, folder, missing, *,
         for key in ("timing", "power_mw", "power_default_activity_mw"):
             missing[key] = reason
     else:
+        say("timing and default-activity power (OpenSTA)")
         record["timing"] = run_timing(mapped, lib, clock, tech)
         default = run_power(mapped, lib, clock, tech, default_activity=tech.default_activity)
         record["power_default_activity_mw"] = _add_memory_power(
@@ -199,6 +209,7 @@ def _library_figures(record, name, cfg, emitted, lib, clock, folder, missing, *,
             try:
                 from .activity import record_activity
 
+                say(f"SAIF activity run on Verilator ({n_txn} transactions), then power (OpenSTA)")
                 run = record_activity(name, cfg, emitted, work / "saif_run", transactions=n_txn, stimulus=stimulus,
                                       p_valid=p_valid, p_ready=p_ready)
                 saif = read_saif(run.saif, emitted.top)

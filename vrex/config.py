@@ -19,6 +19,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import typing
 from dataclasses import dataclass, field
 from importlib import resources
@@ -31,7 +32,7 @@ from .errors import ConfigError
 
 __all__ = [
     "Config", "ModelConfig", "ReSVConfig", "HCUConfig", "WTUConfig", "KVMUConfig", "DREConfig", "LXEConfig",
-    "DRAMConfig", "LinkConfig", "StorageConfig", "SystemConfig", "TechnologyConfig", "PerfConfig",
+    "DRAMConfig", "LinkConfig", "StorageConfig", "SystemConfig", "TechnologyConfig", "IPConfig", "PerfConfig",
     "load_config", "builtin_config_names", "ConfigError",
 ]
 
@@ -370,6 +371,28 @@ class TechnologyConfig(_Section):
                 "(Yosys's default script with SAT sweeping and choices; ~50x slower on the WTU).")
 
 
+_VLNV_PART = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+@dataclass(frozen=True)
+class IPConfig(_Section):
+    """IP packaging of the generated Verilog (``vrex verilog``: SDC, FuseSoC core; docs/ip.md)."""
+
+    vendor: str = param(
+        "vrex", "Vendor field of the FuseSoC VLNV <vendor>:<library>:<component>_<config hash>:<version>.")
+    library: str = param("ip", "Library field of the FuseSoC VLNV.")
+    io_delay_fraction: float = param(
+        0.2, "Input and output delay in the shipped SDC, as a fraction of the clock period (technology.clock_mhz) "
+             "left to the logic outside the block on each side; the figures flow times ports with 0.", min=0, max=0.9)
+
+    def _check(self):
+        for key in ("vendor", "library"):
+            value = getattr(self, key)
+            if not _VLNV_PART.match(value):
+                _fail(key, value, "may only contain letters, digits, '.', '-' and '_' (a FuseSoC VLNV field), and "
+                                  "must not be empty.")
+
+
 @dataclass(frozen=True)
 class VRexPerfConfig(_Section):
     """Achieved fractions of the V-Rex system's peak rates (the LXE is an LPU-style streaming engine)."""
@@ -555,6 +578,7 @@ class Config(_Section):
     lxe: LXEConfig = section(LXEConfig, "LLM execution engine (per core).")
     system: SystemConfig = section(SystemConfig, "System (cores, clock, memories, link).")
     technology: TechnologyConfig = section(TechnologyConfig, "Synthesis library and scaling target.")
+    ip: IPConfig = section(IPConfig, "IP packaging of the generated Verilog (SDC, FuseSoC core).")
     perf: PerfConfig = section(PerfConfig, "Performance-model sweep.")
 
     def _check(self):
