@@ -187,3 +187,20 @@ def test_edge_lane_array_and_a_wtu_too_wide_for_the_25k_die():
     assert wide["fits"] is False and mult["used"] == wide["block"]["mult18"] > mult["available"] == 28
     assert wide["reason"] == f"does not fit LFE5U-25F CABGA381: MULT18X18D {mult['used']}/28"
     assert wide["utilisation"]["TRELLIS_COMB"]["used"] < wide["utilisation"]["TRELLIS_COMB"]["available"]
+
+
+@needs_nextpnr
+def test_sweep_rows_carry_fpga_figures(tmp_path, work_dir):
+    import yaml
+
+    from vrex.synth.sweep import run_sweep
+
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump({"name": "f", "base": "tiny", "components": ["hamming_lanes"],
+                                    "grid": {"dre.hcu.lanes": [4, 8]},   # the records of the tests above
+                                    "options": {"activity": False, "fpga": "ecp5"}}))
+    rows = run_sweep(spec, out_dir=work_dir, workers=1, progress=False).rows
+    direct = [fpga_figures("hamming_lanes", TINY.with_overrides({"dre.hcu.lanes": n})) for n in (4, 8)]
+    assert [r["fpga_lut4"] for r in rows] == [d["block"]["lut4"] for d in direct]
+    assert [r["fpga_fmax_mhz"] for r in rows] == [d["timing"]["fmax_mhz"] for d in direct]
+    assert all(r["fpga_fits"] is True and r["status"] == "ok" for r in rows) and rows[0]["area_um2"] > 0
