@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VREX_VENV:-.venv}
 PYTHON=${PYTHON:-python3}
-APT_PACKAGES="iverilog opensta ccache liblz4-dev make g++"
+# chromium: the report's browser test (tests/test_report_browser.py)
+APT_PACKAGES="iverilog opensta ccache liblz4-dev make g++ chromium"
 
 missing=()
 for pkg in $APT_PACKAGES; do

@@ -81,11 +81,75 @@ def _print_library_figures(r) -> None:
         print(f"  scaling method     {s['method']}")
 
 
+def _fpga_request(args) -> dict | None:
+    """``{"family", "device", "package"}`` of ``--fpga`` / ``--fpga-device`` / ``--fpga-package`` (None without
+    ``--fpga``)."""
+    if not args.fpga:
+        if args.fpga_device or args.fpga_package or args.strict:
+            from vrex.errors import UsageError
+
+            raise UsageError("--fpga-device, --fpga-package and --strict need --fpga ecp5.")
+        return None
+    return {"family": args.fpga, "device": args.fpga_device, "package": args.fpga_package}
+
+
+def _print_fpga(name: str, f: dict) -> None:
+    b, t = f["block"], f.get("timing") or {}
+    print(f"{name} on {f['device']} {f['package']} (speed {f['speed_grade']}, config {f['config']}, hash "
+          f"{f['config_hash']}):")
+    print(f"  LUT4               {b['lut4']} ({b['lut4_cells']} LUT4 cells + 2 x {b['carry_cells']} CCU2C carry)")
+    print(f"  flip-flops         {b['ff']}")
+    print(f"  EBR (DP16KD)       {b['ebr']}")
+    print(f"  MULT18X18D         {b['mult18']}")
+    print(f"  distributed RAM    {b['dist_ram']} x TRELLIS_DPR16X4")
+    p = f["ports"]
+    print(f"  ports              {p['input_bits']} input / {p['output_bits']} output bits on {p['pins']} pins ("
+          + (f"harness: {p['harness_ff']} FF, {p['harness_lut4']} LUT4)" if p["mode"] == "harness" else
+             "every port bit on a pin)"))
+    print("  device used        " + ", ".join(f"{bel} {u['used']}/{u['available']} ({u['percent']:.1f}%)"
+                                              for bel, u in f["utilisation"].items() if u["used"]))
+    if not f["fits"]:
+        print(f"  DOES NOT FIT       {f['reason']}")
+    elif t.get("fmax_mhz"):
+        print(f"  fmax (post-route)  {t['fmax_mhz']:.1f} MHz at a {t['constraint_mhz']:g} MHz constraint "
+              f"({'met' if t['met'] else 'not met'}); critical path {t['critical_path_ns']:.3f} ns "
+              f"({t['startpoint']} -> {t['endpoint']})")
+
+
+def _cmd_synth_fpga(args, cfg, fpga, json_out) -> int:
+    from vrex.synth.fpga import fpga_figures
+
+    records, misfits = {}, []
+    for name in _components(args):
+        f = fpga_figures(name, cfg, use_cache=not args.no_cache, **fpga)
+        records[name] = f
+        _print_fpga(name, f)
+        if not f["fits"]:
+            misfits.append(name)
+    if json_out:
+        json_out.write_text(json.dumps(records, indent=2, default=str) + "\n")
+        print(f"synth: FPGA figures of {len(records)} component(s) in {json_out}")
+    return _misfit_exit(misfits, args.strict)
+
+
+def _misfit_exit(misfits: list, strict: bool) -> int:
+    """1 under ``--strict`` when a component does not fit the device (said on stderr), else 0."""
+    import sys
+
+    if misfits:
+        print(f"vrex: {', '.join(misfits)} do(es) not fit the FPGA device" + ("" if strict else
+              " (utilisation above; --strict makes this an error)"), file=sys.stderr)
+    return 1 if misfits and strict else 0
+
+
 def _cmd_synth(args) -> int:
     from vrex.synth.figures import component_figures
 
     cfg = load_config_arg(args)
     json_out = output_file(args.json, "--json") if args.json else None
+    fpga = _fpga_request(args)
+    if fpga:
+        return _cmd_synth_fpga(args, cfg, fpga, json_out)
     if args.liberty is not None:   # a bad --liberty fails before the long generic synthesis, not after it
         from .liberty import resolve_library
 
@@ -123,11 +187,15 @@ def _cmd_report(args) -> int:
 
     cfg = load_config_arg(args)
     out = output_folder(args.output, "-o") if args.output else None
+    fpga = _fpga_request(args)
     path = write_report(cfg, out, workers=args.jobs, liberty=args.liberty,
                         clock_mhz=args.clock_mhz, transactions=args.transactions, activity=not args.no_activity,
-                        use_cache=not args.no_cache)
+                        use_cache=not args.no_cache, fpga=fpga)
     print(f"report: {path} (also index.html, figures.json and plots in {path.parent})")
-    return 0
+    if not fpga:
+        return 0
+    comps = json.loads((path.parent / "figures.json").read_text())["components"]
+    return _misfit_exit([n for n, r in comps.items() if (r.get("fpga") or {}).get("fits") is False], args.strict)
 
 
 def _cmd_sweep(args) -> int:
@@ -135,10 +203,11 @@ def _cmd_sweep(args) -> int:
 
     input_file(args.spec, "SPEC", "sweep specification (YAML)")
     out = output_folder(args.output, "-o") if args.output else None
-    result = run_sweep(args.spec, out_dir=out, workers=args.jobs,
-                       use_cache=not args.no_cache)
-    print(f"sweep {result.name}: {len(result.rows)} configs measured, {len(result.invalid)} invalid grid points "
-          f"skipped, {len(result.failed)} failed; rows in {result.csv} and {result.json}; plots: "
+    result = run_sweep(args.spec, out_dir=out, workers=args.jobs, use_cache=not args.no_cache,
+                       scheduler=args.scheduler)
+    print(f"sweep {result.name}: {len(result.rows)} configs measured ({result.cached} from the cache), "
+          f"{len(result.invalid)} invalid grid points skipped, {len(result.failed)} failed; rows in {result.csv} and "
+          f"{result.json}; plots: "
           + (", ".join(p.name for p in result.plots) or "none"))
     return 1 if result.failed else 0
 
@@ -152,6 +221,11 @@ def _add_figure_options(p) -> None:
                    help="input transactions of the SAIF power run (default: technology.activity_transactions)")
     p.add_argument("--no-activity", action="store_true", help="skip the SAIF run (default-activity power only)")
     p.add_argument("--no-cache", action="store_true", help="recompute even if a cached record exists")
+    p.add_argument("--fpga", choices=["ecp5"], help="FPGA implementation figures on this family (synth_ecp5 + "
+                   "nextpnr-ecp5): LUT4, FF, EBR, MULT18, post-route fmax; device, package and clock from fpga.*")
+    p.add_argument("--fpga-device", metavar="PART", help="ECP5 part (default: fpga.device, LFE5U-85F)")
+    p.add_argument("--fpga-package", metavar="PKG", help="package (default: fpga.package, CABGA381)")
+    p.add_argument("--strict", action="store_true", help="with --fpga: exit 1 when a component does not fit")
 
 
 def register(sub) -> None:
@@ -175,7 +249,8 @@ def register(sub) -> None:
                        description="Generic Yosys figures (cells, flip-flops, CMOS transistor estimate, logic "
                                    "depth) of a component built from the config and, with a Liberty library, "
                                    "mapped area per hierarchy level, memories, OpenSTA timing and power (SAIF "
-                                   "activity and default activity) and figures scaled to technology.target_*.")
+                                   "activity and default activity) and figures scaled to technology.target_*. "
+                                   "With --fpga ecp5: the FPGA figures instead (docs/figures.md, FPGA figures).")
     s.add_argument("--component", metavar="NAME", help="component name; default: all")
     add_config_option(s)
     _add_figure_options(s)
@@ -202,4 +277,7 @@ def register(sub) -> None:
     w.add_argument("-j", "--jobs", type=int, default=2, metavar="N", help="worker processes (default 2)")
     w.add_argument("-o", "--output", metavar="DIR", help="output folder (default: build/sweeps/<name>)")
     w.add_argument("--no-cache", action="store_true", help="recompute every point")
+    w.add_argument("--scheduler", metavar="ADDRESS",
+                   help="run the points on a Dask distributed cluster: a scheduler address (tcp://host:8786) or "
+                        "`local` (a LocalCluster of -j worker processes); default: local worker processes")
     w.set_defaults(func=_cmd_sweep)

