@@ -67,15 +67,29 @@ def _submodule_port_aliases(text: str) -> list[tuple[int, int, set]]:
     return out
 
 
+_COPY = re.compile(r"^\s*assign\s+(\\?\S+)\s*=\s*\\?[A-Za-z_][\w$.]*\s*(\[\d+(:\d+)?\])?\s*;", re.M)
+
+
+def _copy_aliases(text: str) -> set:
+    """Wires assigned a plain copy of one other net (or a constant slice of it) and nothing else: the backend's
+    waveform aliases of re-exported interfaces (a top whose ports are a submodule's own members) and of memory
+    port signals of a module with several memories (``rp__addr$16``)."""
+    return {m.group(1).lstrip("\\") for m in _COPY.finditer(text)}
+
+
 def _drop_submodule_port_aliases(warnings: list[str], text: str) -> list[str]:
-    """Remove UNUSEDSIGNAL warnings on submodule port aliases (docs/lint.md); keep every other warning."""
+    """Remove UNUSEDSIGNAL warnings on submodule port aliases and plain copies (docs/lint.md); keep every other
+    warning."""
     spans = _submodule_port_aliases(text)
+    copies = _copy_aliases(text)
     kept = []
     for w in warnings:
         m = _UNUSED.match(w)
         if m:
             line, name = int(m.group(1)), re.sub(r"\$\d+$", "", m.group(2))
             if any(first <= line <= last and name in children for first, last, children in spans):
+                continue
+            if m.group(2) in copies:
                 continue
         kept.append(w)
     if not any(w.startswith("%Warning") for w in kept):   # only Verilator's summary of the waived ones is left

@@ -29,18 +29,27 @@ def collect_figures(cfg, *, workers: int = 2, liberty=None, clock_mhz=None, tran
     """figures.json content for every registered component (errors of one component are recorded, not fatal)."""
     from vrex.hdl.registry import component_names
 
+    from .hierarchy import dependency_waves, leaf_members
+
     names = component_names()
     options = {"liberty": liberty, "clock_mhz": clock_mhz, "transactions": transactions, "activity": activity,
                "skip_tools": tuple(skip_tools), "use_cache": use_cache}
     components, errors = {}, {}
-    for name, record, error in run_jobs([(n, n, cfg, options) for n in names], workers, "report", progress):
-        if error:
-            errors[name] = error
-        else:
-            components[name] = record
+    # Parts (and glues) of composites first, in parallel; composites then add up their cached records.
+    for wave in dependency_waves(names, cfg):
+        for name, record, error in run_jobs([(n, n, cfg, options) for n in wave], workers, "report", progress):
+            if name not in names:
+                if error:
+                    errors[name] = error
+                continue
+            if error:
+                errors[name] = error
+            else:
+                components[name] = record
     lint_ok = "verilator" not in skip_tools and find("verilator").found
     for name in components:
-        components[name]["lint_clean"] = verilator_lint(emit(name, cfg)).clean if lint_ok else None
+        components[name]["lint_clean"] = (all(verilator_lint(emit(n, cfg)).clean for n in leaf_members(name, cfg))
+                                          if lint_ok else None)
     tech = cfg.technology
     first = next(iter(components.values()), {})
     missing_tools = {t: find(t).install for t in ("yosys", "sta", "verilator") if not find(t).found or t in skip_tools}
@@ -53,7 +62,9 @@ def collect_figures(cfg, *, workers: int = 2, liberty=None, clock_mhz=None, tran
                                     for k, v in TABLE_III.items()},
                       "core_total": {"area_mm2": CORE_TOTAL[0], "power_mw": CORE_TOTAL[1]},
                       "dre_memory_kb": DRE_MEMORY_KB, **PAPER_NODE}}
-    return {"meta": meta, "components": components}
+    from .core_section import core_summary
+
+    return {"meta": meta, "components": components, "core": core_summary(components, cfg)}
 
 
 def fmt_value(v, fmt="{:.4g}", none="—") -> str:
@@ -153,7 +164,8 @@ def render_report(data: dict, out: Path) -> Path:
     for block, pa, pp, a, p, fmax, status, mem in rows:
         L.append(f"| {block} | {pa:.3g} | {fmt_value(a)} | {pp:.4g} | {fmt_value(p)} | {fmt_value(fmax, '{:.0f}')} | "
                  f"{fmt_value(mem, '{:.3f}')} | {status} |")
-    others = [n for n in comps if n not in PAPER_BLOCKS.values()]
+    others = [n for n in comps if n not in PAPER_BLOCKS.values() and not comps[n].get("hierarchy")
+              and n != "mac_tree"]
     if others:
         L += ["", "Other components (not rows of Table III), scaled the same way: " + "; ".join(
             f"`{n}` ({comps[n]['description']}): {fmt_value(_scaled(comps[n], 'area_mm2'))} mm², "
@@ -162,13 +174,17 @@ def render_report(data: dict, out: Path) -> Path:
             for n in others) + "."]
     L += ["", f"Paper DRE memory: {DRE_MEMORY_KB} KB (128 B + 4 KB + 8 KB + 8 KB). Paper core: "
           f"{CORE_TOTAL[0]} mm², {CORE_TOTAL[1]} mW.", ""]
+    from .core_section import core_section
+
+    core_lines, core_plots = core_section(data.get("core"), comps, target, out)
+    L += core_lines
     shares = [(b, a, p) for b, _, _, a, p, *_ in rows if b in ("HCU", "WTU") and a]
     if len(shares) == 2:
         (b1, a1, p1), (b2, a2, p2) = shares
         L += [f"Ratios (independent of absolute scaling): {b2}/{b1} area vrex {a2 / a1:.2f}× vs paper "
               f"{TABLE_III[b2][0] / TABLE_III[b1][0]:.2f}×; power vrex {fmt_value(p2 / p1 if p1 else None)}× "
               f"vs paper {TABLE_III[b2][2] / TABLE_III[b1][2]:.2f}×.", ""]
-    plots = []
+    plots = list(core_plots)
     if any(r[3] is not None for r in rows):
         plots.append(bar_vs_paper([(r[0].split()[0], r[3], r[1]) for r in rows], "area (mm²)",
                                   "Area: vrex scaled vs paper Table III", out / "area_vs_paper.png"))

@@ -294,20 +294,21 @@ class LXEConfig(_Section):
         8, "Integer headroom of the MAC-tree and VPE accumulators: 2^bits beats can be accumulated without overflow.",
         min=1, max=24)
     mac_cuts: tuple[int, ...] = param(
-        (4, 7, 8, 10, 12), "Pipeline registers of a MAC tree: cut c registers the boundary before front level c "
-                           "(levels: 0 product, 1..K max-exponent tree, K+1 alignment, K+2..2K+1 adder tree; "
-                           "K = log2 dpe_inputs); the accumulator and output registers are always there.", min=1)
+        (4, 7, 8, 10, 12, 14), "Pipeline registers of a MAC tree: cut c registers the boundary before front level c "
+                               "(levels: 0 product, 1..K max-exponent tree, K+1 alignment, K+2..2K+1 adder tree, "
+                               "2K+2 the accumulator; K = log2 dpe_inputs); the accumulator, normaliser and output "
+                               "registers are always there.", min=1)
 
     def _check(self):
         n = self.dpe_inputs
         if n < 2 or n & (n - 1):
             _fail("lxe.dpe_inputs", n, "must be a power of two ≥ 2 (each MAC tree is a balanced binary tree).")
-        depth = 2 * (n.bit_length() - 1) + 1
+        depth = 2 * (n.bit_length() - 1) + 2
         for c in self.mac_cuts:
             if c > depth:
                 _fail("lxe.mac_cuts", list(self.mac_cuts),
-                      f"cut {c} is beyond the tree depth: a {n}-input MAC tree has front levels 0..{depth}, so "
-                      f"cuts must be 1..{depth}.")
+                      f"cut {c} is beyond the tree depth: a {n}-input MAC tree has front levels 0..{depth - 1} "
+                      f"(cut {depth} registers the adder-tree root), so cuts must be 1..{depth}.")
         if list(self.mac_cuts) != sorted(set(self.mac_cuts)):
             _fail("lxe.mac_cuts", list(self.mac_cuts), "must be strictly increasing (each cut once).")
         line = self.sram_banks * self.sram_word_bits
