@@ -25,16 +25,17 @@ __all__ = ["write_report", "collect_figures", "render_report", "flat_numbers", "
 
 
 def collect_figures(cfg, *, workers: int = 2, liberty=None, clock_mhz=None, transactions=None, activity=True,
-                    skip_tools=(), use_cache=True, progress=True) -> dict:
-    """figures.json content for every registered component (errors of one component are recorded, not fatal)."""
+                    skip_tools=(), use_cache=True, progress=True, components=None) -> dict:
+    """figures.json content for every registered component (or the ``components`` named; errors of one component
+    are recorded, not fatal)."""
     from vrex.hdl.registry import component_names
 
     from .hierarchy import dependency_waves, leaf_members
 
-    names = component_names()
+    names = component_names() if components is None else list(components)
     options = {"liberty": liberty, "clock_mhz": clock_mhz, "transactions": transactions, "activity": activity,
                "skip_tools": tuple(skip_tools), "use_cache": use_cache}
-    components, errors = {}, {}
+    records, errors = {}, {}
     # Parts (and glues) of composites first, in parallel; composites then add up their cached records.
     for wave in dependency_waves(names, cfg):
         for name, record, error in run_jobs([(n, n, cfg, options) for n in wave], workers, "report", progress):
@@ -45,7 +46,8 @@ def collect_figures(cfg, *, workers: int = 2, liberty=None, clock_mhz=None, tran
             if error:
                 errors[name] = error
             else:
-                components[name] = record
+                records[name] = record
+    components = records
     lint_ok = "verilator" not in skip_tools and find("verilator").found
     for name in components:
         components[name]["lint_clean"] = (all(verilator_lint(emit(n, cfg)).clean for n in leaf_members(name, cfg))
@@ -289,10 +291,12 @@ def render_report(data: dict, out: Path) -> Path:
 
 
 def write_report(cfg, out_dir: Path | None = None, *, workers: int = 2, liberty=None, clock_mhz=None,
-                 transactions=None, activity=True, skip_tools=(), use_cache=True, progress=True) -> Path:
+                 transactions=None, activity=True, skip_tools=(), use_cache=True, progress=True,
+                 components=None) -> Path:
     out = Path(out_dir) if out_dir else build_dir("report")
     out.mkdir(parents=True, exist_ok=True)
     data = collect_figures(cfg, workers=workers, liberty=liberty, clock_mhz=clock_mhz, transactions=transactions,
-                           activity=activity, skip_tools=skip_tools, use_cache=use_cache, progress=progress)
+                           activity=activity, skip_tools=skip_tools, use_cache=use_cache, progress=progress,
+                           components=components)
     (out / "figures.json").write_text(json.dumps(data, indent=1, default=str) + "\n")
     return render_report(data, out)
