@@ -159,10 +159,11 @@ class MacTree(wiring.Component):
         base_S = Mux(first, 0, acc_S)
         base_e = Mux(first, 0, acc_e)
         beat_S = state["terms"][0]
+        # both shift amounts from two subtractions in parallel (no negation in the loop); one of them is used
         d = named(m, Cat(state["e"], Const(0, 1)).as_signed() - base_e, "acc_d")      # e_beat - e_acc
         later = d[-1]                                                                   # the accumulator is larger
-        amount = Mux(later, -d, d).as_unsigned()
-        total = (Mux(later, beat_S, base_S) >> amount) + Mux(later, base_S, beat_S)       # wraps at W bits
+        back = (base_e - state["e"])[:10]                                              # e_acc - e_beat
+        total = (base_S >> Mux(later, 0, d[:10])) + (beat_S >> Mux(later, back, 0))     # wraps at W bits
         with m.If(advance):
             m.d.sync += done.eq(state["valid"] & state["last"])
             with m.If(state["valid"]):

@@ -161,8 +161,8 @@ class VpeLane(wiring.Component):
         beat = s1["T1"]
         d = named(m, Cat(s1["e"], Const(0, 1)).as_signed() - base_e, "acc_d")
         later = d[-1]
-        amount = Mux(later, -d, d).as_unsigned()
-        acc_new = named(m, (Mux(later, beat, base_S) >> amount) + Mux(later, base_S, beat), "acc_sum")
+        back = (base_e - s1["e"])[:10]
+        acc_new = named(m, (base_S >> Mux(later, 0, d[:10])) + (beat >> Mux(later, back, 0)), "acc_sum")
         new_e = Mux(later, base_e, s1["e"])
         n_nan = Mux(first, 0, acc_nan) | s1["nan"]
         n_pinf = Mux(first, 0, acc_pinf) | s1["pinf"]
