@@ -1,6 +1,6 @@
 """DPE: ``lxe.dpe_trees`` MAC trees in lockstep sharing one broadcast operand (docs/formats.md §LXE "DPE")."""
 
-from amaranth import Module, Signal
+from amaranth import Cat, Module
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -66,5 +66,8 @@ class DPE(wiring.Component):
                          tree.i.payload.b.eq(self.i.payload.w[t]), tree.i.payload.first.eq(self.i.payload.first),
                          tree.i.payload.last.eq(self.i.payload.last), tree.o.ready.eq(self.o.ready),
                          self.o.payload.fp32[t].eq(tree.o.payload.fp32), self.o.payload.bf16[t].eq(tree.o.payload.bf16)]
-        m.d.comb += [self.i.ready.eq(trees[0].i.ready), self.o.valid.eq(trees[0].o.valid)]
+        # the trees are in lockstep (same valid, same ready), so these are all equal; all() keeps every tree's
+        # handshake in the design (and in the glue's ports)
+        m.d.comb += [self.i.ready.eq(Cat(*(t.i.ready for t in trees)).all()),
+                     self.o.valid.eq(Cat(*(t.o.valid for t in trees)).all())]
         return m

@@ -285,8 +285,9 @@ class VPE(wiring.Component):
                          lane.i.payload.b.eq(p.b[k]), lane.i.payload.first.eq(p.first), lane.o.ready.eq(self.o.ready),
                          self.o.payload.value[k].eq(lane.o.payload.value), self.o.payload.bf16[k].eq(lane.o.payload.bf16),
                          self.o.payload.flags[k].eq(lane.o.payload.flag)]
-        advance = lanes[0].i.ready
-        m.d.comb += [self.i.ready.eq(advance), self.o.valid.eq(lanes[0].o.valid)]
+        advance = self.i.ready                 # lockstep lanes: every lane's ready and valid are equal
+        m.d.comb += [advance.eq(Cat(*(lane.i.ready for lane in lanes)).all()),
+                     self.o.valid.eq(Cat(*(lane.o.valid for lane in lanes)).all())]
         count = Signal(self.count_bits)
         is_acc = p.op == VpeOp.ACC
         cur = named(m, Mux(is_acc, Mux(p.first, 1, (count + 1)[:self.count_bits]), count), "count_next")
