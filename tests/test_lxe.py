@@ -145,19 +145,19 @@ def test_utilisation_model_matches_a_dpe_simulation():
 
 @pytest.mark.sim
 @pytest.mark.parametrize("simulator", simulators())
-@pytest.mark.parametrize("component", ["mac_tree", "vpe"])
+@pytest.mark.parametrize("component", ["mac_tree", "vpe_lane"])
 def test_cocotb_blocks_match_golden(component, simulator, work_dir):
     cfg = BY_ID["lxe-tiny"].config()
-    module = {"mac_tree": tree_bench, "vpe": vpe_bench}[component]
+    module = {"mac_tree": tree_bench, "vpe_lane": lane_bench}[component]
     bench = module.make_bench(cfg, n=200, seed=10, p_valid=0.7, p_ready=0.6)
     check(run_cocotb(emit(component, cfg), bench, simulator, work_dir), bench)
 
 
 @pytest.mark.sim
-@pytest.mark.parametrize("component", ["dpe", "lxe"])
-def test_cocotb_icarus_dpe_and_lxe_match_golden(component, work_dir):
+@pytest.mark.parametrize("component", ["dpe", "vpe", "lxe"])
+def test_cocotb_icarus_dpe_vpe_and_lxe_match_golden(component, work_dir):
     cfg = BY_ID["lxe-tiny"].config()
-    module = {"dpe": dpe_bench, "lxe": lxe_bench}[component]
+    module = {"dpe": dpe_bench, "vpe": vpe_bench, "lxe": lxe_bench}[component]
     bench = module.make_bench(cfg, n=50, seed=11, p_valid=0.7, p_ready=0.6)
     check(run_cocotb(emit(component, cfg), bench, "icarus", work_dir), bench)
 
@@ -172,10 +172,10 @@ def test_cocotb_catches_a_mutant(simulator, work_dir):
 
 @pytest.mark.slow
 @pytest.mark.sim
-@pytest.mark.parametrize("component", ["dpe", "lxe"])
-def test_cocotb_verilator_dpe_and_lxe_match_golden(component, work_dir):
+@pytest.mark.parametrize("component", ["dpe", "vpe", "lxe"])
+def test_cocotb_verilator_dpe_vpe_and_lxe_match_golden(component, work_dir):
     cfg = BY_ID["lxe-tiny"].config()
-    module = {"dpe": dpe_bench, "lxe": lxe_bench}[component]
+    module = {"dpe": dpe_bench, "vpe": vpe_bench, "lxe": lxe_bench}[component]
     bench = module.make_bench(cfg, n=200, seed=13, p_valid=0.7, p_ready=0.6)
     check(run_cocotb(emit(component, cfg), bench, "verilator", work_dir), bench)
 
