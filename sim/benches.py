@@ -11,13 +11,19 @@ import importlib
 
 from vrex.errors import UsageError
 
-__all__ = ["BENCH_MODULES", "bench_for", "cycles_for", "job_kind", "trace_jobs"]
+__all__ = ["BENCH_MODULES", "bench_for", "cycles_for", "job_kind", "trace_jobs", "trace_stimulus_for"]
 
 BENCH_MODULES = {
     "hamming_lanes": "vrex.sim.hamming_lanes",
     "wtu": "vrex.sim.wtu",
     "hcu": "vrex.sim.hcu",
     "dre": "vrex.sim.dre",
+    "mac_tree": "vrex.sim.lxe.mac_tree",
+    "dpe": "vrex.sim.lxe.dpe",
+    "vpe": "vrex.sim.lxe.vpe",
+    "vpe_lane": "vrex.sim.lxe.vpe_lane",
+    "lxe": "vrex.sim.lxe.lxe",
+    "core": "vrex.sim.core",
 }
 
 
@@ -39,6 +45,11 @@ def cycles_for(component: str):
     return getattr(_module(component), "measure_cycles", None) if component in BENCH_MODULES else None
 
 
+def trace_stimulus_for(component: str):
+    """The bench's own ``trace_stimulus(cfg, kind)`` (real operand streams of a session), or None."""
+    return getattr(_module(component), "trace_stimulus", None) if component in BENCH_MODULES else None
+
+
 def job_kind(component: str):
     """Which recorded jobs the component's bench replays: "hcu", "wtu", "both" or None."""
     return getattr(_module(component), "JOB_KIND", None)
@@ -54,6 +65,9 @@ def trace_jobs(cfg, component: str, trace: str, *, frames=None, layers=None, see
     from vrex.golden.jobs import load_jobs, record_jobs, save_jobs
 
     kind = job_kind(component)
+    own = trace_stimulus_for(component)
+    if own is not None:
+        return own(cfg, trace, limit=max_jobs or 200)
     if kind is None:
         raise UsageError(f"component {component!r} takes random stimulus only; --trace applies to components that "
                          "replay recorded block jobs.")

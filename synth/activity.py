@@ -38,10 +38,16 @@ def _jobs(cfg, component: str, kind: str):
     import math
 
     from vrex.paths import build_dir
-    from vrex.sim.benches import job_kind, trace_jobs
+    from vrex.sim.benches import job_kind, trace_jobs, trace_stimulus_for
 
     if kind == "random":
         return None, "technology.activity_stimulus is random"
+    own = trace_stimulus_for(component)
+    if own is not None:
+        try:
+            return own(cfg, kind), ""
+        except (ValueError, VrexError) as e:
+            return None, f"no {kind} operand streams for {component}: {e}"
     wanted = job_kind(component)
     if wanted is None:
         return None, f"the {component} bench takes random stimulus only (no recorded block jobs)"

@@ -109,6 +109,13 @@ def component_figures(name: str, cfg, *, liberty: str | None = None, clock_mhz: 
 
     tech = cfg.technology
     spec = get_component(name)
+    if spec.parts is not None:
+        from .hierarchy import hierarchical_figures
+
+        opts = dict(liberty=liberty, clock_mhz=clock_mhz, require_library=require_library, activity=activity,
+                    transactions=transactions, stimulus=stimulus, p_valid=p_valid, p_ready=p_ready,
+                    use_cache=use_cache, skip_tools=skip_tools)
+        return hierarchical_figures(name, cfg, spec, lambda part: component_figures(part, cfg, **opts))
     clock = float(clock_mhz or tech.clock_mhz)
     lib_spec = liberty or tech.liberty
     n_txn = int(transactions or tech.activity_transactions)

@@ -26,13 +26,15 @@ __all__ = ["write_report", "collect_figures", "render_report", "flat_numbers", "
 
 
 def collect_figures(cfg, *, workers: int = 2, liberty=None, clock_mhz=None, transactions=None, activity=True,
-                    skip_tools=(), use_cache=True, progress=True, fpga: dict | None = None) -> dict:
-    """figures.json content for every registered component (errors of one component are recorded, not fatal).
-    ``fpga`` (``{"family", "device", "package"}``, None values from ``cfg.fpga``) adds each component's FPGA record
-    under ``fpga``."""
+                    skip_tools=(), use_cache=True, progress=True, fpga: dict | None = None, components=None) -> dict:
+    """figures.json content for every registered component (or the ``components`` named; errors of one component
+    are recorded, not fatal). ``fpga`` (``{"family", "device", "package"}``, None values from ``cfg.fpga``) adds each
+    component's FPGA record under ``fpga``."""
     from vrex.hdl.registry import component_names
 
-    names = component_names()
+    from .hierarchy import dependency_waves, leaf_members
+
+    names = component_names() if components is None else list(components)
     options = {"liberty": liberty, "clock_mhz": clock_mhz, "transactions": transactions, "activity": activity,
                "skip_tools": tuple(skip_tools), "use_cache": use_cache}
     fpga_meta = None
@@ -42,15 +44,23 @@ def collect_figures(cfg, *, workers: int = 2, liberty=None, clock_mhz=None, tran
         fpga_meta = fpga_settings(cfg, **fpga)
         options["fpga"] = {k: fpga_meta[k] for k in ("family", "device", "package")}
         fpga_meta["tools"] = None if fpga_available() else fpga_tools()
-    components, errors = {}, {}
-    for name, record, error, _ in run_jobs([(n, n, cfg, options) for n in names], workers, "report", progress):
-        if error:
-            errors[name] = error
-        else:
-            components[name] = record
+    records, errors = {}, {}
+    # Parts (and glues) of composites first, in parallel; composites then add up their cached records.
+    for wave in dependency_waves(names, cfg):
+        for name, record, error, _ in run_jobs([(n, n, cfg, options) for n in wave], workers, "report", progress):
+            if name not in names:
+                if error:
+                    errors[name] = error
+                continue
+            if error:
+                errors[name] = error
+            else:
+                records[name] = record
+    components = records
     lint_ok = "verilator" not in skip_tools and find("verilator").found
     for name in components:
-        components[name]["lint_clean"] = verilator_lint(emit(name, cfg)).clean if lint_ok else None
+        components[name]["lint_clean"] = (all(verilator_lint(emit(n, cfg)).clean for n in leaf_members(name, cfg))
+                                          if lint_ok else None)
     tech = cfg.technology
     first = next(iter(components.values()), {})
     missing_tools = {t: find(t).install for t in ("yosys", "sta", "verilator") if not find(t).found or t in skip_tools}
@@ -65,7 +75,9 @@ def collect_figures(cfg, *, workers: int = 2, liberty=None, clock_mhz=None, tran
                       "dre_memory_kb": DRE_MEMORY_KB, **PAPER_NODE}}
     if fpga_meta:
         meta["fpga"] = fpga_meta
-    return {"meta": meta, "components": components}
+    from .core_section import core_summary
+
+    return {"meta": meta, "components": components, "core": core_summary(components, cfg)}
 
 
 def fmt_value(v, fmt="{:.4g}", none="—") -> str:
@@ -165,7 +177,8 @@ def render_report(data: dict, out: Path) -> Path:
     for block, pa, pp, a, p, fmax, status, mem in rows:
         L.append(f"| {block} | {pa:.3g} | {fmt_value(a)} | {pp:.4g} | {fmt_value(p)} | {fmt_value(fmax, '{:.0f}')} | "
                  f"{fmt_value(mem, '{:.3f}')} | {status} |")
-    others = [n for n in comps if n not in PAPER_BLOCKS.values()]
+    others = [n for n in comps if n not in PAPER_BLOCKS.values() and not comps[n].get("hierarchy")
+              and n != "mac_tree"]
     if others:
         L += ["", "Other components (not rows of Table III), scaled the same way: " + "; ".join(
             f"`{n}` ({comps[n]['description']}): {fmt_value(_scaled(comps[n], 'area_mm2'))} mm², "
@@ -174,13 +187,17 @@ def render_report(data: dict, out: Path) -> Path:
             for n in others) + "."]
     L += ["", f"Paper DRE memory: {DRE_MEMORY_KB} KB (128 B + 4 KB + 8 KB + 8 KB). Paper core: "
           f"{CORE_TOTAL[0]} mm², {CORE_TOTAL[1]} mW.", ""]
+    from .core_section import core_section
+
+    core_lines, core_plots = core_section(data.get("core"), comps, target, out)
+    L += core_lines
     shares = [(b, a, p) for b, _, _, a, p, *_ in rows if b in ("HCU", "WTU") and a]
     if len(shares) == 2:
         (b1, a1, p1), (b2, a2, p2) = shares
         L += [f"Ratios (independent of absolute scaling): {b2}/{b1} area vrex {a2 / a1:.2f}× vs paper "
               f"{TABLE_III[b2][0] / TABLE_III[b1][0]:.2f}×; power vrex {fmt_value(p2 / p1 if p1 else None)}× "
               f"vs paper {TABLE_III[b2][2] / TABLE_III[b1][2]:.2f}×.", ""]
-    plots = []
+    plots = list(core_plots)
     if any(r[3] is not None for r in rows):
         plots.append(bar_vs_paper([(r[0].split()[0], r[3], r[1]) for r in rows], "area (mm²)",
                                   "Area: vrex scaled vs paper Table III", out / "area_vs_paper.png"))
@@ -348,11 +365,11 @@ def _fpga_section(f: dict, comps: dict, out: Path, plots: list) -> list[str]:
 
 def write_report(cfg, out_dir: Path | None = None, *, workers: int = 2, liberty=None, clock_mhz=None,
                  transactions=None, activity=True, skip_tools=(), use_cache=True, progress=True,
-                 fpga: dict | None = None) -> Path:
+                 fpga: dict | None = None, components=None) -> Path:
     out = Path(out_dir) if out_dir else build_dir("report")
     out.mkdir(parents=True, exist_ok=True)
     data = collect_figures(cfg, workers=workers, liberty=liberty, clock_mhz=clock_mhz, transactions=transactions,
                            activity=activity, skip_tools=skip_tools, use_cache=use_cache, progress=progress,
-                           fpga=fpga)
+                           fpga=fpga, components=components)
     (out / "figures.json").write_text(json.dumps(data, indent=1, default=str) + "\n")
     return render_report(data, out)

@@ -1,11 +1,19 @@
 """The Verilator waiver file shipped beside generated Verilog (``<top>.vlt``, docs/lint.md).
 
 It holds the generic rules of ``synth/verilator_waivers.vlt`` (patterns of Amaranth's Verilog backend) and,
-for designs with submodules, one line-exact waiver per *submodule port alias*: Amaranth declares in a parent
-module one wire per port of each submodule it instantiates, named after the port (``$N`` suffix when the name
-is taken), for waveform viewing; the parent often leaves it unused. The aliases are found by reading the
-Verilog (module headers, instances, wire declarations), never from Verilator's warnings, so a waiver can only
-cover such a wire: any other unused signal still fails ``verilator --lint-only -Wall <top>.vlt <top>.v``.
+for designs with submodules, one line-exact waiver per *alias wire* of two kinds, both declared by Amaranth for
+waveform viewing and often left unused:
+
+- *submodule port aliases*: in a parent module, one wire per port of each submodule it instantiates, named after
+  the port (``$N`` suffix when the name is taken);
+- *copy aliases*: a wire declared on its own line whose only driver is one ``assign w = net;`` or
+  ``assign w = net[i:j];`` (a plain copy): the names of a re-exported interface (a top whose ports are its
+  submodules' own members, as the LXE and core tops) and the memory-port signals of a module with several
+  memories (``rp__addr$16``).
+
+The aliases are found by reading the Verilog (module headers, instances, wire declarations, assignments), never
+from Verilator's warnings, so a waiver can only cover such a wire: any other unused signal still fails
+``verilator --lint-only -Wall <top>.vlt <top>.v``.
 """
 
 from __future__ import annotations
@@ -14,7 +22,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["GENERIC_WAIVERS", "PortAlias", "submodule_port_aliases", "waiver_text"]
+__all__ = ["GENERIC_WAIVERS", "PortAlias", "submodule_port_aliases", "copy_aliases", "waiver_text"]
 
 GENERIC_WAIVERS = Path(__file__).with_name("verilator_waivers.vlt")
 
@@ -70,6 +78,44 @@ def submodule_port_aliases(text: str) -> list[PortAlias]:
     return out
 
 
+_COPY = re.compile(rf"^\s*assign\s+{_IDENT}\s*=\s*{_IDENT}\s*(?:\[\d+(?::\d+)?\])?\s*;\s*$")
+_ASSIGN_TARGET = re.compile(rf"^\s*assign\s+{_IDENT}\s*(?:\[[^\]]*\])?\s*=")
+
+
+def copy_aliases(text: str, *, exclude=()) -> list[PortAlias]:
+    """Every copy-alias wire (module docstring) of an Amaranth Verilog file, in file order; ``exclude``: aliases
+    already found as submodule port aliases. ``child`` and ``port`` name the copied net (``child`` empty)."""
+    headers = list(_MODULE.finditer(text))
+    lines = text.splitlines()
+    done = {(a.module, a.wire) for a in exclude}
+    out = []
+    for k, m in enumerate(headers):
+        module = _name(m.group(1))
+        ports = {p.strip().lstrip("\\") for p in m.group(2).split(",") if p.strip()}
+        first = text.count("\n", 0, m.start())
+        last = text.count("\n", 0, headers[k + 1].start()) if k + 1 < len(headers) else len(lines)
+        declared, drivers, copies = {}, {}, {}
+        for i in range(first, last):
+            decl = _WIRE.match(lines[i])
+            if decl:
+                declared[_name(decl.group(1))] = i + 1
+                continue
+            target = _ASSIGN_TARGET.match(lines[i])
+            if target:
+                name = _name(target.group(1))
+                drivers[name] = drivers.get(name, 0) + 1
+                copy = _COPY.match(lines[i])
+                if copy:
+                    copies[name] = _name(copy.group(2))
+        for wire, line in sorted(declared.items(), key=lambda kv: kv[1]):
+            if wire in ports or (module, wire) in done or drivers.get(wire) != 1 or wire not in copies:
+                continue
+            if "." in wire or wire.endswith("]") or wire.startswith("$"):
+                continue          # struct-field views and internal nets: the generic rules already cover them
+            out.append(PortAlias(module, line, wire, "", copies[wire]))
+    return out
+
+
 def waiver_text(verilog_text: str, verilog_name: str) -> str:
     """The shipped waiver file for the Verilog ``verilog_text`` written as ``verilog_name``."""
     parts = [GENERIC_WAIVERS.read_text().rstrip("\n")]
@@ -81,4 +127,11 @@ def waiver_text(verilog_text: str, verilog_name: str) -> str:
         for a in aliases:
             parts.append(f'lint_off -rule UNUSEDSIGNAL -file "*{verilog_name}" -lines {a.line}'
                          f"  // {a.module}: {a.wire} = {a.child}.{a.port}")
+    copies = copy_aliases(verilog_text, exclude=aliases)
+    if copies:
+        parts.append(f"// 10. Copy aliases of {verilog_name}: wires whose only driver is a plain copy of one net (re-exported "
+                     "interfaces,\n//    memory-port signals; docs/lint.md). One waiver per wire, on its declaration line.")
+        for a in copies:
+            parts.append(f'lint_off -rule UNUSEDSIGNAL -file "*{verilog_name}" -lines {a.line}'
+                         f"  // {a.module}: {a.wire} = {a.port}")
     return "\n".join(parts) + "\n"

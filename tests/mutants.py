@@ -79,3 +79,76 @@ def tier_without_staging():
             return min(kv_tokens, max(window, per_stream))
 
     return NoStaging("capacity")
+# ---- LXE (golden/lxe) ---------------------------------------------------------------------------------------
+
+
+def _truncate_scaled(S, scale, fmt, negzero=False):
+    """round_scaled with truncation toward zero instead of RNE."""
+    from vrex.golden.lxe.numerics import round_scaled
+
+    if S == 0:
+        return round_scaled(0, 0, fmt, negzero=negzero)
+    sh = max(0, abs(S).bit_length() - fmt.precision)
+    q = (abs(S) >> sh) * (-1 if S < 0 else 1)
+    return round_scaled(q, scale + sh, fmt)
+
+
+def mac_truncates(a_beats, b_beats, guard_bits):
+    """MAC tree: the result is truncated instead of rounded to nearest even."""
+    from vrex.golden.lxe import mac_tree as gm
+    from vrex.golden.lxe.numerics import BF16, FP32
+
+    st = gm.AccState()
+    for x, y in zip(a_beats, b_beats):
+        st = gm.accumulate(st, gm.beat_sum(x, y, guard_bits))
+    exact = gm.finish(st, guard_bits)
+    if st.nan or st.pinf or st.ninf:
+        return exact
+    scale = st.e - gm.PRODUCT_BIAS - guard_bits
+    return (_truncate_scaled(st.S, scale, FP32, st.negzero), _truncate_scaled(st.S, scale, BF16, st.negzero))
+
+
+def mac_reversed_beats(a_beats, b_beats, guard_bits):
+    """MAC tree: beats accumulated last to first (a wrong accumulation order)."""
+    from vrex.golden.lxe.mac_tree import dot_beats
+
+    return dot_beats(a_beats, b_beats, guard_bits, order=list(reversed(range(len(a_beats)))))
+
+
+def mac_no_ftz(a_beats, b_beats, guard_bits):
+    """MAC tree: results below the normal range become subnormals (gradual underflow) instead of zero."""
+    from vrex.golden.lxe import mac_tree as gm
+    from vrex.golden.lxe.numerics import BF16, FP32, round_fixed
+
+    st = gm.AccState()
+    for x, y in zip(a_beats, b_beats):
+        st = gm.accumulate(st, gm.beat_sum(x, y, guard_bits))
+    out = list(gm.finish(st, guard_bits))
+    scale = st.e - gm.PRODUCT_BIAS - guard_bits
+    for k, fmt in enumerate((FP32, BF16)):
+        if st.S and not (st.nan or st.pinf or st.ninf) and out[k] & ~(1 << (fmt.width - 1)) == 0:
+            q = abs(round_fixed(st.S, scale, 2 * fmt.width, fmt.bias - 1 + fmt.frac_bits))
+            if 0 < q < 1 << fmt.frac_bits:
+                out[k] = (int(st.S < 0) << (fmt.width - 1)) | q
+    return tuple(out)
+
+
+def vpe_add_truncates(beats, lanes, **kw):
+    """VPE: add results truncated instead of rounded to nearest even (other ops exact)."""
+    import dataclasses
+
+    from vrex.golden.lxe import vpe as gv
+    from vrex.golden.lxe.numerics import BF16, FP32
+
+    out = gv.vpe_beats(beats, lanes, **kw)
+    G = kw["guard_bits"]
+    for beat, (res, _) in zip(beats, out):
+        if beat["op"] != "add":
+            continue
+        for k in range(lanes):
+            v = gv._value([gv.term_a(beat["a"][k]), gv.term_b(beat["b"][k])], G)
+            if gv._special(v) is None and v.S:
+                scale = v.e - gv.TERM_BIAS - G
+                res[k] = dataclasses.replace(res[k], value=_truncate_scaled(v.S, scale, FP32),
+                                             bf16=_truncate_scaled(v.S, scale, BF16))
+    return out

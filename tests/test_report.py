@@ -9,6 +9,7 @@ from vrex.synth.report import write_report
 from vrex.tools import find
 
 TINY = load_config("tiny")
+DRE_BLOCKS = ("hamming_lanes", "hcu", "wtu", "dre")       # the LXE and core are tested in tests/test_lxe_figures.py
 
 
 def _read(out):
@@ -24,7 +25,7 @@ def _table_iii_rows(md):
 
 @pytest.mark.skipif(not find("sta").found, reason="OpenSTA is not installed")
 def test_full_report_on_tiny(work_dir):
-    path = write_report(TINY, work_dir, workers=1, transactions=300, progress=False)
+    path = write_report(TINY, work_dir, workers=1, transactions=300, progress=False, components=DRE_BLOCKS)
     md, data = _read(work_dir)
     assert path == work_dir / "report.md" and (work_dir / "index.html").is_file()
     rec = data["components"]["hamming_lanes"]
@@ -45,7 +46,8 @@ def test_full_report_on_tiny(work_dir):
 
 
 def test_report_without_opensta_says_what_is_missing(work_dir):
-    write_report(TINY, work_dir, workers=1, activity=False, skip_tools=("sta",), progress=False)
+    write_report(TINY, work_dir, workers=1, activity=False, skip_tools=("sta",), progress=False,
+                 components=DRE_BLOCKS)
     md, data = _read(work_dir)
     rec = data["components"]["hamming_lanes"]
     assert rec["area_um2"] > 0 and "apt-get install opensta" in rec["missing"]["timing"]
