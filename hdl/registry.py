@@ -52,6 +52,13 @@ def _load_all():
                            "WiCSum threshold unit: per-row cluster masks (early-exit / histogram WiCSum or top-k) "
                            "and the OR-aggregated mask per GQA group", WTU.from_config))
 
+    from .kvmu import KVMU
+
+    register(ComponentSpec("kvmu", "vrex_kvmu",
+                           "KV memory-hierarchy manager: evicts the oldest KV to cluster-contiguous host block chains, "
+                           "prefetches selected clusters into staging; coalescer, burst legaliser, AXI4 masters",
+                           KVMU.from_config))
+
     from .dre import DRE
 
     register(ComponentSpec("dre", "vrex_dre",

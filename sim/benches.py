@@ -18,6 +18,7 @@ BENCH_MODULES = {
     "wtu": "vrex.sim.wtu",
     "hcu": "vrex.sim.hcu",
     "dre": "vrex.sim.dre",
+    "kvmu": "vrex.sim.kvmu",
 }
 
 

@@ -100,10 +100,11 @@ class _JobErrors:
     count: int = 0
     first: dict = field(default_factory=dict)
 
-    def add(self, cause: int, address: int) -> None:
+    def add(self, cause: int, address: int, *, late: bool = False) -> None:
+        """``late``: a staging overflow found by the coalescer (a front-end capacity error owns the address)."""
         self.causes |= 1 << cause
         self.count += 1
-        self.first.setdefault(cause, address)
+        self.first.setdefault((cause, late), address)
 
     def response(self, tag: int) -> Response:
         addr = self.first[min(self.first)] if self.first else 0
@@ -258,7 +259,7 @@ class KVMUModel:
         self.by_mode[r.mode]["payload_bytes"] += r.length
         out, dropped = self.coalescer.push(r)
         if dropped:
-            err.add(CAPACITY, r.src)
+            err.add(CAPACITY, r.src, late=True)
         for x in out:
             self._transfer(x, err)
 
@@ -271,10 +272,15 @@ class KVMUModel:
     def run_job(self, job) -> Response:
         km, k = self.map, self.k
         err = _JobErrors()
-        ctx = self.contexts[job.context]
         if job.restart:
             base = km.staging_base + job.buffer * km.staging_half
             self.coalescer.restart(base, base + km.staging_half)
+        if job.context >= km.contexts:               # a bad command: flagged, its descriptors and mask dropped
+            err.add(CAPACITY, job.context)
+            self.stats["jobs"] += 1
+            self.stats["errors"] += err.count
+            return err.response(job.step)
+        ctx = self.contexts[job.context]
         if job.arrivals is not None:
             self._arrive(job, ctx, err)
             self._evict(job, ctx, err)

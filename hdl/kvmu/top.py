@@ -1,0 +1,124 @@
+"""The KVMU top: front-end, coalescer, legaliser, AXI engines and the table port behind one component."""
+
+from amaranth import Module
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from .axi import axi4_signature
+from .coalescer import Coalescer
+from .engines import Engines
+from .frontend import FrontEnd
+from .layouts import KVMUGeometry
+from .legaliser import Legaliser
+from .table import TableAccess
+
+__all__ = ["KVMU", "KVMU_COUNTERS", "MUTANTS"]
+
+# Status counters (``dre.counter_bits`` wide, wrap around, zeroed by reset or ``clear``). The first nine are
+# bit-exact with the golden model's counters (vrex.golden.kvmu.model.STAT_KEYS); the last two depend on timing.
+KVMU_COUNTERS = {
+    "jobs": "responses delivered",
+    "payload_bytes": "bytes of the ranges the front-end emitted (before coalescing)",
+    "bytes_moved": "bytes written by the data engines (whole beats; coalescing gaps included)",
+    "bursts": "data bursts (one read and one write burst each)",
+    "commands": "coalesced transfers handed to the legaliser",
+    "stalls": "HC-table accesses (each one a device-DRAM round trip the front-end waits for)",
+    "table_reads": "HC-table reads",
+    "table_writes": "HC-table writes",
+    "errors": "error events reported in responses",
+    "busy_cycles": "cycles with a job in progress",
+    "port_wait_cycles": "cycles a data-port AR, AW or W was offered and not accepted",
+}
+
+# Deliberately wrong variants for the mutation tests (never built by from_config).
+MUTANTS = ("split_4k_late", "drop_last_beat", "gap_inverted")
+
+
+class KVMU(wiring.Component):
+    """KV memory-hierarchy manager: evicts the oldest KV to cluster-contiguous host block chains and prefetches the
+    host blocks of a mask's clusters into the device staging area (docs/formats.md §KVMU).
+
+    Members
+    -------
+    ctrl : In(stream)      one beat per job ``{context, step, restart, buffer, arrive, prefetch}``.
+    tokens : In(stream)    the job's arrival descriptors ``{cluster, segment_start, last}`` (when ``arrive``).
+    masks : In(stream)     the job's mask beats ``{bits, last}``, bit j of beat k = cluster k·lanes + j.
+    resp : Out(stream)     one beat per job ``{tag, causes, address, errors}``.
+    dev, host, tbl : Out   AXI4 masters: device tier (ring, staging), host tier (block pool), HC table (device).
+    status : Out           the counters of :data:`KVMU_COUNTERS` and ``busy``.
+    clear : In(1)          zero the counters (synchronous, while high).
+
+    Latency: a job costs its table accesses (each a round trip on ``tbl``) plus its data, which streams at one beat
+    per cycle per port while memories do not stall; the engines are drained (every write acknowledged) between the
+    eviction and the prefetch phase and before the response.
+    """
+
+    def __init__(self, g: KVMUGeometry, *, mutant: str | None = None):
+        if mutant is not None and mutant not in MUTANTS:
+            raise ValueError(f"unknown KVMU mutant {mutant!r}")
+        self._g, self._mutant = g, mutant
+        self._fe = FrontEnd(g)
+        axi = axi4_signature(g.addr_bits, g.data_bits, g.id_bits)
+        status = {name: Out(g.counter_bits) for name in KVMU_COUNTERS} | {"busy": Out(1)}
+        fe = self._fe.signature.members
+        super().__init__({"ctrl": fe["ctrl"], "tokens": fe["tokens"], "masks": fe["masks"], "resp": fe["resp"],
+                          "dev": Out(axi), "host": Out(axi), "tbl": Out(axi), "clear": In(1),
+                          "status": Out(wiring.Signature(status))})
+
+    @classmethod
+    def from_config(cls, cfg) -> "KVMU":
+        return cls(KVMUGeometry.from_config(cfg))
+
+    @property
+    def geometry(self) -> KVMUGeometry:
+        return self._g
+
+    def elaborate(self, platform):
+        m = Module()
+        g, mut = self._g, self._mutant
+        m.submodules.frontend = fe = self._fe
+        m.submodules.coalescer = co = Coalescer(g, invert_gap=mut == "gap_inverted")
+        m.submodules.legaliser = lg = Legaliser(g, boundary_slack=1 if mut == "split_4k_late" else 0)
+        m.submodules.engines = en = Engines(g, drop_last_beat=mut == "drop_last_beat")
+        m.submodules.table = tb = TableAccess(g)
+        for name in ("ctrl", "tokens", "masks"):
+            wiring.connect(m, wiring.flipped(getattr(self, name)), getattr(fe, name))
+        wiring.connect(m, fe.resp, wiring.flipped(self.resp))
+        wiring.connect(m, fe.ranges, co.i)
+        wiring.connect(m, co.o, lg.i)
+        wiring.connect(m, lg.o, en.i)
+        wiring.connect(m, fe.treq, tb.req)
+        wiring.connect(m, en.dev, wiring.flipped(self.dev))
+        wiring.connect(m, en.host, wiring.flipped(self.host))
+        wiring.connect(m, tb.tbl, wiring.flipped(self.tbl))
+        m.d.comb += [
+            fe.tdone.eq(tb.done), fe.tdata.eq(tb.data), fe.terror.eq(tb.error),
+            co.restart.eq(fe.restart), co.base.eq(fe.base), co.limit.eq(fe.limit),
+            fe.drained.eq(~co.busy & ~lg.busy & ~lg.o.valid & en.idle),
+            fe.drop.eq(co.drop), fe.drop_address.eq(co.drop_address),
+            fe.read_error.eq(en.read_error), fe.read_error_address.eq(en.read_error_address),
+            fe.write_error.eq(en.write_error), fe.write_error_address.eq(en.write_error_address),
+        ]
+
+        st = self.status
+        r, resp = fe.ranges, self.resp
+        increments = {
+            "jobs": fe.job_done,
+            "payload_bytes": (r.valid & r.ready & ~r.payload.flush) * r.payload.length,
+            "bytes_moved": en.beat_done * g.beat_bytes,
+            "bursts": en.burst_done,
+            "commands": co.o.valid & co.o.ready,
+            "stalls": tb.reads + tb.writes,
+            "table_reads": tb.reads,
+            "table_writes": tb.writes,
+            "errors": (resp.valid & resp.ready) * resp.payload.errors,
+            "busy_cycles": fe.busy,
+            "port_wait_cycles": en.port_wait,
+        }
+        m.d.comb += st.busy.eq(fe.busy)
+        with m.If(self.clear):
+            m.d.sync += [getattr(st, name).eq(0) for name in KVMU_COUNTERS]
+        with m.Else():
+            m.d.sync += [getattr(st, name).eq(getattr(st, name) + inc) for name, inc in increments.items()]
+
+        return m
