@@ -10,16 +10,17 @@
   address; a non-OKAY ``bresp`` strobes ``write_error``. The data still flows, so the unit keeps working.
 
 Direction: eviction bursts read the device port and write the host port, prefetch bursts the reverse. The front-end
-drains the engines (``idle``) before it changes direction, so every read in flight uses the same port.
-Bursts use ID 0, INCR, full-width beats (``AxSIZE`` = log2(beat bytes)) and all byte strobes.
+drains the engines (``idle``) before it changes direction, so every read in flight uses the same port. A port's
+address, length and data outputs are zero while the other port is addressed. Bursts use ID 0, INCR, full-width
+beats and all byte strobes (tied at the top).
 """
 
 from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.fifo import SyncFIFO, SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from .axi import OKAY, axi4_signature
+from .fifo import Fifo
 from .layouts import burst_layout
 
 __all__ = ["Engines"]
@@ -29,7 +30,7 @@ class Engines(wiring.Component):
     def __init__(self, g, *, drop_last_beat: bool = False):
         self._g = g
         self._drop_last = drop_last_beat      # a deliberately wrong W generator for the mutation tests
-        axi = axi4_signature(g.addr_bits, g.data_bits, g.id_bits)
+        axi = axi4_signature(g.addr_bits, g.data_bits, g.id_bits, constants=False, strobes=False)
         a = g.addr_bits
         super().__init__({"i": In(stream.Signature(burst_layout(g))), "dev": Out(axi), "host": Out(axi),
                           "idle": Out(1), "read_error": Out(1), "read_error_address": Out(a),
@@ -41,110 +42,112 @@ class Engines(wiring.Component):
         g = self._g
         sh, ab, mo = g.beat_shift, g.addr_bits - g.beat_shift, g.max_outstanding
         depth = g.buffer_beats
-        ports = (self.dev, self.host)
-        for p in ports:
-            m.d.comb += [p.awid.eq(0), p.arid.eq(0), p.awsize.eq(sh), p.arsize.eq(sh), p.awburst.eq(1),
-                         p.arburst.eq(1), p.wstrb.eq((1 << g.beat_bytes) - 1), p.bready.eq(1)]
-
-        m.submodules.buffer = buf = SyncFIFOBuffered(width=g.data_bits, depth=depth)
+        buf = Fifo(m, "buffer", g.data_bits, depth, synchronous=True)
         wcmd_layout = data.StructLayout({"dst": ab, "beats": 9, "prefetch": 1})
-        m.submodules.wcmd = wcmd = SyncFIFO(width=wcmd_layout.size, depth=mo + 2)
+        wcmd = Fifo(m, "wcmd", wcmd_layout.size, mo + 2)
         wlen_layout = data.StructLayout({"beats": 9, "prefetch": 1})
-        m.submodules.wlen = wlen = SyncFIFO(width=wlen_layout.size, depth=mo)
-        m.submodules.raddr = raddr = SyncFIFO(width=g.addr_bits, depth=mo)
-        m.submodules.waddr = waddr = SyncFIFO(width=g.addr_bits, depth=mo)
+        wlen = Fifo(m, "wlen", wlen_layout.size, max(2, mo))
+        raddr = Fifo(m, "raddr", ab, max(2, mo))
+        waddr = Fifo(m, "waddr", ab, max(2, mo))
 
         reserved = Signal(range(depth + 1))
         out_r, out_w = Signal(range(mo + 1)), Signal(range(mo + 1))
         rmode = Signal()          # port direction of the reads in flight (1 = prefetch: the host port)
 
         # ---- read engine -------------------------------------------------------------------------------------
-        ar_valid, ar_addr, ar_len, ar_mode = Signal(), Signal(g.addr_bits), Signal(8), Signal()
+        ar_valid, ar_addr, ar_len, ar_mode = Signal(), Signal(ab), Signal(8), Signal()
         b = self.i.payload
         ar_handshake = Signal()
         m.d.comb += ar_handshake.eq(ar_valid & Mux(ar_mode, self.host.arready, self.dev.arready))
         r_done = Signal()      # a read burst's last beat this cycle
-        w_pop = Signal()       # a W beat leaves the buffer this cycle
-        accept = Signal()
-        m.d.comb += [
-            accept.eq(self.i.valid & (~ar_valid | ar_handshake) & (out_r < mo) & (reserved + b.beats <= depth)
-                      & wcmd.w_rdy & raddr.w_rdy),
-            self.i.ready.eq(accept),
-            wcmd.w_en.eq(accept), wcmd.w_data.eq(Cat(b.dst, b.beats, b.prefetch)),
-            raddr.w_en.eq(accept), raddr.w_data.eq(b.src << sh),
-        ]
+        w_pop = self.beat_done  # a W beat leaves the buffer this cycle
+        accept = self.i.ready
+        m.d.comb += accept.eq(self.i.valid & (~ar_valid | ar_handshake) & (out_r < mo) & (reserved + b.beats <= depth)
+                              & wcmd.w_rdy & raddr.w_rdy)
         for p, mode in ((self.dev, 0), (self.host, 1)):
-            m.d.comb += [p.arvalid.eq(ar_valid & (ar_mode == mode)), p.araddr.eq(ar_addr), p.arlen.eq(ar_len)]
+            mine = ar_mode == mode
+            m.d.comb += [p.arvalid.eq(ar_valid & mine), p.araddr.eq(Mux(mine, Cat(_zeros(sh), ar_addr), 0)),
+                         p.arlen.eq(Mux(mine, ar_len, 0))]
         with m.If(ar_handshake):
             m.d.sync += ar_valid.eq(0)
         with m.If(accept):
-            m.d.sync += [ar_valid.eq(1), ar_addr.eq(b.src << sh), ar_len.eq(b.beats - 1), ar_mode.eq(b.prefetch),
+            m.d.sync += [ar_valid.eq(1), ar_addr.eq(b.src), ar_len.eq(b.beats - 1), ar_mode.eq(b.prefetch),
                          rmode.eq(b.prefetch)]
         m.d.sync += reserved.eq(reserved + Mux(accept, b.beats, 0) - w_pop)
         m.d.sync += out_r.eq(out_r + accept - r_done)
 
-        rport = [Signal(name=f"r_{n}") for n in ("valid", "last", "bad")]
-        r_valid, r_last, r_bad = rport
-        r_data = Signal(g.data_bits)
+        r_valid, r_last, r_bad = Signal(), Signal(), Signal()
         m.d.comb += [r_valid.eq(Mux(rmode, self.host.rvalid, self.dev.rvalid)),
                      r_last.eq(Mux(rmode, self.host.rlast, self.dev.rlast)),
                      r_bad.eq(Mux(rmode, (self.host.rresp != OKAY) | (self.host.rid != 0),
                                   (self.dev.rresp != OKAY) | (self.dev.rid != 0))),
-                     r_data.eq(Mux(rmode, self.host.rdata, self.dev.rdata)),
                      self.host.rready.eq(rmode & buf.w_rdy), self.dev.rready.eq(~rmode & buf.w_rdy)]
         r_fire = r_valid & buf.w_rdy
         sticky = Signal()
-        m.d.comb += [buf.w_en.eq(r_fire), buf.w_data.eq(r_data), r_done.eq(r_fire & r_last), raddr.r_en.eq(r_done)]
+        m.d.comb += r_done.eq(r_fire & r_last)
+        buf.connect(w_en=r_fire, w_data=Mux(rmode, self.host.rdata, self.dev.rdata), r_en=w_pop)
+        wcmd.connect(w_en=accept, w_data=Cat(b.dst, b.beats, b.prefetch), r_en=self.burst_done)
+        raddr.connect(w_en=accept, w_data=b.src, r_en=r_done)
         with m.If(r_fire):
             m.d.sync += sticky.eq(Mux(r_last, 0, sticky | r_bad))
-        m.d.sync += [self.read_error.eq(r_done & (sticky | r_bad)), self.read_error_address.eq(raddr.r_data)]
+        m.d.sync += [self.read_error.eq(r_done & (sticky | r_bad)),
+                     self.read_error_address.eq(Cat(_zeros(sh), raddr.r_data))]
 
         # ---- write engine ------------------------------------------------------------------------------------
         head = Signal(wcmd_layout)
         m.d.comb += head.eq(wcmd.r_data)
-        aw_valid, aw_addr, aw_len, aw_mode = Signal(), Signal(g.addr_bits), Signal(8), Signal()
+        aw_valid, aw_addr, aw_len, aw_mode = Signal(), Signal(ab), Signal(8), Signal()
         aw_handshake = Signal()
         m.d.comb += aw_handshake.eq(aw_valid & Mux(aw_mode, self.dev.awready, self.host.awready))
         b_done = Signal()
-        issue = Signal()
-        m.d.comb += [issue.eq(wcmd.r_rdy & (~aw_valid | aw_handshake) & (out_w < mo) & wlen.w_rdy & waddr.w_rdy),
-                     wcmd.r_en.eq(issue), wlen.w_en.eq(issue), wlen.w_data.eq(Cat(head.beats, head.prefetch)),
-                     waddr.w_en.eq(issue), waddr.w_data.eq(head.dst << sh)]
+        issue = self.burst_done
+        m.d.comb += issue.eq(wcmd.r_rdy & (~aw_valid | aw_handshake) & (out_w < mo) & wlen.w_rdy & waddr.w_rdy)
         # prefetch bursts write the device port (staging), evictions the host port
         for p, mode in ((self.dev, 1), (self.host, 0)):
-            m.d.comb += [p.awvalid.eq(aw_valid & (aw_mode == mode)), p.awaddr.eq(aw_addr), p.awlen.eq(aw_len)]
+            mine = aw_mode == mode
+            m.d.comb += [p.awvalid.eq(aw_valid & mine), p.awaddr.eq(Mux(mine, Cat(_zeros(sh), aw_addr), 0)),
+                         p.awlen.eq(Mux(mine, aw_len, 0))]
         with m.If(aw_handshake):
             m.d.sync += aw_valid.eq(0)
         with m.If(issue):
-            m.d.sync += [aw_valid.eq(1), aw_addr.eq(head.dst << sh), aw_len.eq(head.beats - 1),
-                         aw_mode.eq(head.prefetch)]
+            m.d.sync += [aw_valid.eq(1), aw_addr.eq(head.dst), aw_len.eq(head.beats - 1), aw_mode.eq(head.prefetch)]
         m.d.sync += out_w.eq(out_w + issue - b_done)
 
         wl = Signal(wlen_layout)
         m.d.comb += wl.eq(wlen.r_data)
-        wbeat = Signal(8)
-        w_valid = buf.r_rdy & wlen.r_rdy
+        wbeat = Signal(9)
+        w_valid = Signal()
+        m.d.comb += w_valid.eq(buf.r_rdy & wlen.r_rdy)
         last_beat = wl.beats - (2 if self._drop_last else 1)
         w_last = Signal()
         m.d.comb += w_last.eq(wbeat == last_beat)
-        w_ready = Mux(wl.prefetch, self.dev.wready, self.host.wready)
+        w_ready = Signal()
+        m.d.comb += w_ready.eq(Mux(wl.prefetch, self.dev.wready, self.host.wready))
         for p, mode in ((self.dev, 1), (self.host, 0)):
-            m.d.comb += [p.wvalid.eq(w_valid & (wl.prefetch == mode)), p.wdata.eq(buf.r_data), p.wlast.eq(w_last)]
-        m.d.comb += [w_pop.eq(w_valid & w_ready), buf.r_en.eq(w_pop), wlen.r_en.eq(w_pop & w_last)]
+            mine = wl.prefetch == mode
+            m.d.comb += [p.wvalid.eq(w_valid & mine), p.wdata.eq(Mux(mine, buf.r_data, 0)),
+                         p.wlast.eq(w_last & mine)]
+        m.d.comb += w_pop.eq(w_valid & w_ready)
+        wlen.connect(w_en=issue, w_data=Cat(head.beats, head.prefetch), r_en=w_pop & w_last)
         with m.If(w_pop):
             m.d.sync += wbeat.eq(Mux(w_last, 0, wbeat + 1))
 
-        b_valid = Signal()
         b_bad = Signal()
-        m.d.comb += [b_valid.eq(self.dev.bvalid | self.host.bvalid),
+        m.d.comb += [b_done.eq(self.dev.bvalid | self.host.bvalid),
                      b_bad.eq((self.dev.bvalid & ((self.dev.bresp != OKAY) | (self.dev.bid != 0)))
                               | (self.host.bvalid & ((self.host.bresp != OKAY) | (self.host.bid != 0)))),
-                     b_done.eq(b_valid), waddr.r_en.eq(b_done)]
-        m.d.sync += [self.write_error.eq(b_done & b_bad), self.write_error_address.eq(waddr.r_data)]
+                     ]
+        waddr.connect(w_en=issue, w_data=head.dst, r_en=b_done)
+        m.d.sync += [self.write_error.eq(b_done & b_bad),
+                     self.write_error_address.eq(Cat(_zeros(sh), waddr.r_data))]
 
         m.d.comb += [
-            self.idle.eq(~ar_valid & ~aw_valid & (out_r == 0) & (out_w == 0) & ~wcmd.r_rdy & ~wlen.r_rdy),
-            self.burst_done.eq(issue), self.beat_done.eq(w_pop),
+            self.idle.eq(~ar_valid & ~aw_valid & (out_r < 1) & (out_w < 1) & wcmd.empty & wlen.empty),
             self.port_wait.eq((ar_valid & ~ar_handshake) | (aw_valid & ~aw_handshake) | (w_valid & ~w_ready)),
         ]
         return m
+
+
+def _zeros(n: int):
+    from amaranth import Const
+    return Const(0, n)

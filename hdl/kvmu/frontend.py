@@ -41,7 +41,7 @@ class FrontEnd(wiring.Component):
             "restart": Out(1), "base": Out(a), "limit": Out(a), "drained": In(1),
             "drop": In(1), "drop_address": In(a), "read_error": In(1), "read_error_address": In(a),
             "write_error": In(1), "write_error_address": In(a),
-            "busy": Out(1), "clearing": Out(1), "job_done": Out(1),
+            "busy": Out(1), "job_done": Out(1),
         })
 
     def elaborate(self, platform):
@@ -129,7 +129,7 @@ class FrontEnd(wiring.Component):
 
         with m.FSM(init="CLEAR"):
             with m.State("CLEAR"):
-                m.d.comb += [self.clearing.eq(1), wr.en.eq(1), wr.data.eq(init)]
+                m.d.comb += [wr.en.eq(1), wr.data.eq(init)]
                 m.d.sync += ctx.eq(ctx + 1)
                 with m.If(ctx == g.contexts - 1):
                     m.d.sync += [ctx.eq(0), next_block.eq(0), self.restart.eq(1),

@@ -32,25 +32,23 @@ class Legaliser(wiring.Component):
         g = self._g
         ab, sh = g.addr_bits - g.beat_shift, g.beat_shift
         mb = g.burst_beats
-        mbits = (mb - 1).bit_length()
         src, dst = Signal(ab), Signal(ab)
         left = Signal(ab + 1)
         prefetch = Signal()
-        busy = Signal()
-        m.d.comb += [self.busy.eq(busy), self.i.ready.eq(~busy)]
+        busy = self.busy
+        m.d.comb += self.i.ready.eq(~busy)
         with m.If(self.i.valid & self.i.ready):
             m.d.sync += [src.eq(self.i.payload.src >> sh), dst.eq(self.i.payload.dst >> sh),
                          left.eq(self.i.payload.length >> sh), prefetch.eq(self.i.payload.prefetch),
                          busy.eq(self.i.payload.length >> sh != 0)]
 
-        to_src = Signal(mbits + 1)
-        to_dst = Signal(mbits + 1)
-        near = Signal(mbits + 1)
-        piece = Signal(mbits + 1)
         lowmask = mb - 1
-        m.d.comb += [to_src.eq(mb - (src & lowmask) + self._slack), to_dst.eq(mb - (dst & lowmask) + self._slack),
-                     near.eq(Mux(to_src < to_dst, to_src, to_dst)),
-                     piece.eq(Mux(left < near, left, near))]
+        to_src = mb - (src & lowmask) + self._slack          # beats to the next boundary of each side
+        to_dst = mb - (dst & lowmask) + self._slack
+        near = Mux(to_src < to_dst, to_src, to_dst)
+        piece_expr = Mux(left < near, left, near)
+        piece = Signal(piece_expr.shape())
+        m.d.comb += piece.eq(piece_expr)
         with m.If(self.o.ready):
             m.d.sync += self.o.valid.eq(0)
         with m.If(busy & (~self.o.valid | self.o.ready)):

@@ -16,7 +16,7 @@ from .axi import OKAY, axi4_signature
 
 __all__ = ["TableAccess", "table_request_layout"]
 
-ENTRY_BITS = 128
+ENTRY_BITS = 96           # count, head, tail of a cluster entry (its last 4 bytes are written as zero)
 
 
 def table_request_layout(g) -> data.StructLayout:
@@ -27,7 +27,7 @@ class TableAccess(wiring.Component):
     def __init__(self, g):
         self._g = g
         super().__init__({"req": In(stream.Signature(table_request_layout(g))),
-                          "tbl": Out(axi4_signature(g.addr_bits, g.data_bits, g.id_bits)),
+                          "tbl": Out(axi4_signature(g.addr_bits, g.data_bits, g.id_bits, constants=False)),
                           "done": Out(1), "data": Out(ENTRY_BITS), "error": Out(1),
                           "reads": Out(1), "writes": Out(1)})
 
@@ -36,14 +36,11 @@ class TableAccess(wiring.Component):
         g = self._g
         bb, bits, sh = g.beat_bytes, g.data_bits, g.beat_shift
         t = self.tbl
-        m.d.comb += [t.awid.eq(0), t.arid.eq(0), t.awsize.eq(sh), t.arsize.eq(sh), t.awburst.eq(1), t.arburst.eq(1),
-                     t.bready.eq(1)]
         wide_beats = max(1, 16 // bb)
         r = self.req.payload
-        offset = Signal(range(bb))
-        m.d.comb += offset.eq(r.addr[:sh] if sh else 0)
+        offset = r.addr[:sh]
         beats = Signal(range(wide_beats + 1))
-        entry = Signal(ENTRY_BITS)            # the write entry (multi-beat) or the read accumulator
+        entry = Signal(128)                   # the write entry (multi-beat) or the read accumulator
         lane_data, lane_strb = Signal(bits), Signal(bb)
         shift = Signal(range(bb))
         k = Signal(range(wide_beats + 1))
@@ -106,6 +103,6 @@ class TableAccess(wiring.Component):
                     with m.If(t.rlast):
                         m.next = "READ_DONE"
             with m.State("READ_DONE"):
-                m.d.sync += [self.done.eq(1), self.error.eq(err), self.data.eq(Mux(wide, entry, entry[:32]))]
+                m.d.sync += [self.done.eq(1), self.error.eq(err), self.data.eq(Mux(wide, entry[:ENTRY_BITS], entry[:32]))]
                 m.next = "IDLE"
         return m

@@ -4,7 +4,7 @@ from amaranth import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .axi import axi4_signature
+from .axi import axi4_signature, connect_port, drive_constants
 from .coalescer import Coalescer
 from .engines import Engines
 from .frontend import FrontEnd
@@ -88,9 +88,11 @@ class KVMU(wiring.Component):
         wiring.connect(m, co.o, lg.i)
         wiring.connect(m, lg.o, en.i)
         wiring.connect(m, fe.treq, tb.req)
-        wiring.connect(m, en.dev, wiring.flipped(self.dev))
-        wiring.connect(m, en.host, wiring.flipped(self.host))
-        wiring.connect(m, tb.tbl, wiring.flipped(self.tbl))
+        connect_port(m, en.dev, self.dev)
+        connect_port(m, en.host, self.host)
+        connect_port(m, tb.tbl, self.tbl)
+        for port in (self.dev, self.host, self.tbl):
+            drive_constants(m, port, g.beat_shift, g.beat_bytes, strobes=port is self.tbl)
         m.d.comb += [
             fe.tdone.eq(tb.done), fe.tdata.eq(tb.data), fe.terror.eq(tb.error),
             co.restart.eq(fe.restart), co.base.eq(fe.base), co.limit.eq(fe.limit),
