@@ -190,12 +190,14 @@ def expected_for(cfg, jobs, *, seed: int, fill_seed: int, faults=(), model_facto
 
 def make_bench(cfg, *, n: int = 40, seed: int = 1, p_valid: float = 0.7, p_ready: float = 0.7, p_pause: float = 0.2,
                jobs=None, faults=(), reset_job: int | None = None, reference=KVMUModel, fill_seed: int = 7,
-               name: str = "kvmu", **_) -> KVMUBench:
-    """A KVMU bench: ``jobs`` (golden :class:`~vrex.golden.kvmu.Job` list) or a random session of ``n`` steps.
+               min_tokens: int = 1, name: str = "kvmu", **_) -> KVMUBench:
+    """A KVMU bench: ``jobs`` (golden :class:`~vrex.golden.kvmu.Job` list) or a random session of about ``n`` jobs
+    (``n / contexts`` steps of ``min_tokens`` to one step's tokens per context).
 
     With ``reset_job`` the unit is reset during that job; the jobs after it form a new session (refilled memories,
     a fresh reference)."""
-    jobs = list(jobs) if jobs is not None else random_kvmu_jobs(cfg, max(1, n // cfg.kvmu_map.contexts), seed=seed)
+    jobs = list(jobs) if jobs is not None else random_kvmu_jobs(cfg, max(1, n // cfg.kvmu_map.contexts), seed=seed,
+                                                                min_tokens=min_tokens)
     part1 = jobs if reset_job is None else jobs[:reset_job + 1]
     exp1, model = expected_for(cfg, part1, seed=seed, fill_seed=fill_seed, faults=faults, model_factory=reference)
     parts = exp1

@@ -46,3 +46,46 @@ def wtu_ties_to_higher_index(scores, counts, **kw):
     """WTU top-k: ties at the k-th value go to the higher index."""
     order = sorted(range(len(scores)), key=lambda j: (-scores[j], -j))[:kw["k"]]
     return gw.RowSelection(sum(1 << j for j in order), 0, 0, 0)
+
+
+# ---- KVMU golden references (tests/test_kvmu.py): each must make the RTL bench report a mismatch ----------------
+
+from vrex.golden.kvmu import Burst, Coalescer, KVMUModel, legalise as _legalise  # noqa: E402
+
+
+class KVMUSplitsPastTheBoundary(KVMUModel):
+    """KVMU: cuts bursts one beat after the 4 KiB / burst boundary (an off-by-one in the split)."""
+
+    def legalise(self, r):
+        out = _legalise(r, self.map.burst_bytes, self.map.beat_bytes)
+        if len(out) < 2:
+            return out
+        a, b = out[0], out[1]
+        return [Burst(a.src, a.dst, a.beats + 1), Burst(b.src + self.map.beat_bytes, b.dst + self.map.beat_bytes,
+                                                        b.beats - 1)] + out[2:] if b.beats > 1 else out
+
+
+class KVMUDropsTheLastBeat(KVMUModel):
+    """KVMU: a multi-beat transfer loses its last beat."""
+
+    def legalise(self, r):
+        out = _legalise(r, self.map.burst_bytes, self.map.beat_bytes)
+        last = out[-1]
+        return out[:-1] + ([Burst(last.src, last.dst, last.beats - 1)] if last.beats > 1 else [])
+
+
+class _InvertedGap(Coalescer):
+    def mergeable(self, p, r):
+        from vrex.golden.kvmu import PREFETCH
+
+        if r.mode != PREFETCH:
+            return super().mergeable(p, r)
+        g = r.src - (p.src + p.length)
+        return p.mode == PREFETCH and g > self.gap and self.cursor + g + r.length <= self.limit
+
+
+class KVMUInvertsTheGapRule(KVMUModel):
+    """KVMU: merges prefetch ranges whose gap is larger than coalesce_gap_bytes instead of at most."""
+
+    def make_coalescer(self, gap_bytes):
+        return _InvertedGap(gap_bytes)

@@ -2,12 +2,13 @@
 
 import pytest
 
-from vrex.sim.cases import DRE_CASES, HAMMING_LANES_CASES, HCU_CASES, WTU_CASES
+from vrex.sim.cases import DRE_CASES, HAMMING_LANES_CASES, HCU_CASES, KVMU_CASES, WTU_CASES
 from vrex.synth.generic import structural_check
 from vrex.synth.lint import verilator_lint
 from vrex.synth.verilog import emit
 
-TABLES = {"hamming_lanes": HAMMING_LANES_CASES, "hcu": HCU_CASES, "wtu": WTU_CASES, "dre": DRE_CASES}
+TABLES = {"hamming_lanes": HAMMING_LANES_CASES, "hcu": HCU_CASES, "wtu": WTU_CASES, "dre": DRE_CASES,
+          "kvmu": KVMU_CASES}
 PARAMS = [pytest.param(component, case, id=f"{component}-{case.id}")
           for component, cases in TABLES.items() for case in cases]
 

@@ -49,8 +49,8 @@ def load_kvmu_jobs(path) -> list[Job]:
     return out
 
 
-def random_kvmu_jobs(cfg, n_steps: int, seed: int = 0, *, bad: float = 0.02) -> list[Job]:
-    """A random session: every step, each context gets 1 to ``max_step_tokens`` new tokens (segments of random
+def random_kvmu_jobs(cfg, n_steps: int, seed: int = 0, *, bad: float = 0.02, min_tokens: int = 1) -> list[Job]:
+    """A random session: every step, each context gets ``min_tokens`` to ``max_step_tokens`` new tokens (segments of random
     length; cluster ids mostly reused, sometimes new, with probability ``bad`` out of range) and a random
     prefetch mask (sometimes naming an unknown cluster)."""
     rng = random.Random(seed)
@@ -64,7 +64,8 @@ def random_kvmu_jobs(cfg, n_steps: int, seed: int = 0, *, bad: float = 0.02) -> 
             if tokens[ctx] + km.max_step_tokens > km.context_tokens:
                 continue
             arrivals = []
-            for _ in range(rng.randint(1, km.max_step_tokens) if rng.random() < 0.95 else 0):
+            for _ in range(rng.randint(min(min_tokens, km.max_step_tokens), km.max_step_tokens)
+                           if rng.random() < 0.95 else 0):
                 start = seg_left[ctx] == 0
                 if start:
                     seg_left[ctx] = rng.randint(1, 2 * cfg.model.tokens_per_frame)

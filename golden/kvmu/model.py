@@ -146,10 +146,18 @@ class KVMUModel:
         km = self.map
         self.contexts = [_Context(evict_upto=km.sink_tokens) for _ in range(km.contexts)]
         self.next_block = 0
-        self.coalescer = Coalescer(self.k.coalesce_gap_bytes)
+        self.coalescer = self.make_coalescer(self.k.coalesce_gap_bytes)
         self.coalescer.restart(km.staging_base, km.staging_base + km.staging_half)
         self.stats = {k: 0 for k in STAT_KEYS}
         self.by_mode = {m: {"payload_bytes": 0, "bytes_moved": 0, "bursts": 0, "commands": 0} for m in (EVICT, PREFETCH)}
+
+    # ---- the transfer rules (methods, so that the mutation tests can bend them) --------------------------------
+
+    def make_coalescer(self, gap_bytes: int) -> Coalescer:
+        return Coalescer(gap_bytes)
+
+    def legalise(self, r: Range) -> list[Burst]:
+        return legalise(r, self.map.burst_bytes, self.map.beat_bytes)
 
     # ---- addresses -------------------------------------------------------------------------------------------
 
@@ -230,7 +238,7 @@ class KVMUModel:
         mode["commands"] += 1
         src_port, dst_port = ("device", "host") if r.mode == EVICT else ("host", "device")
         src_mem, dst_mem = (self.device, self.host) if r.mode == EVICT else (self.host, self.device)
-        for b in legalise(r, km.burst_bytes, km.beat_bytes):
+        for b in self.legalise(r):
             n = b.beats * km.beat_bytes
             self.stats["bursts"] += 1
             self.stats["bytes_moved"] += n

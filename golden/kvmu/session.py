@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import time
 
-import torch
-
 from .bursts import EVICT, PREFETCH
 from .jobs import Job, mask_beats
 from .model import KVMUModel
@@ -30,9 +28,11 @@ MODE_KEYS = ("payload_bytes", "bytes_moved", "bursts", "commands")
 
 def session_jobs(cfg, trace, *, layers=None, heads=None, max_jobs=None) -> list[Job]:
     """KVMU jobs of a ReSV session on ``trace`` (a :class:`vrex.golden.trace.Trace`), in session order."""
+    import torch
+
     from .. import resv
 
-    km, lanes = cfg.kvmu_map, cfg.dre.wtu.lanes
+    lanes = cfg.dre.wtu.lanes
     starts = {s.start for s in trace.segments}
     per_layer = 1 if cfg.resv.cluster_scope == "layer" else cfg.model.kv_heads
     jobs: list[Job] = []
@@ -61,7 +61,6 @@ def session_jobs(cfg, trace, *, layers=None, heads=None, max_jobs=None) -> list[
         resv.run_session(cfg, trace, layers=layers, heads=heads, on_step=on_step)
     except _Enough:
         pass
-    del km
     return jobs
 
 

@@ -22,9 +22,8 @@ __all__ = ["Coalescer"]
 
 
 class Coalescer(wiring.Component):
-    def __init__(self, g, *, invert_gap: bool = False):
+    def __init__(self, g):
         self._g = g
-        self._invert = invert_gap                # a deliberately wrong gap rule for the mutation tests
         a = g.addr_bits
         super().__init__({"i": In(stream.Signature(range_layout(g))),
                           "o": Out(stream.Signature(command_layout(g))),
@@ -60,8 +59,6 @@ class Coalescer(wiring.Component):
         step = Signal(a + 2)          # bytes the cursor advances on a merge: gap + length = end - pending end
         m.d.comb += [gap.eq(s.src - p_end), step.eq(s_end - p_end)]
         gap_ok = ~gap[-1] & (gap <= g.coalesce_gap_bytes)
-        if self._invert:
-            gap_ok = ~gap[-1] & (gap > g.coalesce_gap_bytes)
         merge_pf = p_valid & p_prefetch & s.prefetch & gap_ok & (step <= room)
         merge_ev = p_valid & ~p_prefetch & ~s.prefetch & (s.src == p_end) & (s.dst == p_dst_end)
         merge = ~s.flush & (merge_pf | merge_ev)

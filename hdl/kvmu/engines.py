@@ -27,9 +27,8 @@ __all__ = ["Engines"]
 
 
 class Engines(wiring.Component):
-    def __init__(self, g, *, drop_last_beat: bool = False):
+    def __init__(self, g):
         self._g = g
-        self._drop_last = drop_last_beat      # a deliberately wrong W generator for the mutation tests
         axi = axi4_signature(g.addr_bits, g.data_bits, g.id_bits, constants=False, strobes=False)
         a = g.addr_bits
         super().__init__({"i": In(stream.Signature(burst_layout(g))), "dev": Out(axi), "host": Out(axi),
@@ -118,9 +117,8 @@ class Engines(wiring.Component):
         wbeat = Signal(9)
         w_valid = Signal()
         m.d.comb += w_valid.eq(buf.r_rdy & wlen.r_rdy)
-        last_beat = wl.beats - (2 if self._drop_last else 1)
         w_last = Signal()
-        m.d.comb += w_last.eq(wbeat == last_beat)
+        m.d.comb += w_last.eq(wbeat == wl.beats - 1)
         w_ready = Signal()
         m.d.comb += w_ready.eq(Mux(wl.prefetch, self.dev.wready, self.host.wready))
         for p, mode in ((self.dev, 1), (self.host, 0)):

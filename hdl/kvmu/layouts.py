@@ -88,7 +88,7 @@ class KVMUGeometry:
 
     @property
     def context_bits(self) -> int:
-        return _bits(max(1, self.contexts - 1))
+        return _bits(self.contexts)           # one more than needed: a context beyond the table is flagged
 
     @property
     def token_bits(self) -> int:

@@ -21,9 +21,8 @@ __all__ = ["Legaliser"]
 class Legaliser(wiring.Component):
     """Members: ``i`` (transfers), ``o`` (bursts, addresses in beats), ``busy`` (a transfer is being cut)."""
 
-    def __init__(self, g, *, boundary_slack: int = 0):
+    def __init__(self, g):
         self._g = g
-        self._slack = boundary_slack            # a deliberately wrong boundary for the mutation tests (0 = correct)
         super().__init__({"i": In(stream.Signature(command_layout(g))),
                           "o": Out(stream.Signature(burst_layout(g))), "busy": Out(1)})
 
@@ -43,8 +42,8 @@ class Legaliser(wiring.Component):
                          busy.eq(self.i.payload.length >> sh != 0)]
 
         lowmask = mb - 1
-        to_src = mb - (src & lowmask) + self._slack          # beats to the next boundary of each side
-        to_dst = mb - (dst & lowmask) + self._slack
+        to_src = mb - (src & lowmask)          # beats to the next boundary of each side
+        to_dst = mb - (dst & lowmask)
         near = Mux(to_src < to_dst, to_src, to_dst)
         piece_expr = Mux(left < near, left, near)
         piece = Signal(piece_expr.shape())

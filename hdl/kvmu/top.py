@@ -12,7 +12,7 @@ from .layouts import KVMUGeometry
 from .legaliser import Legaliser
 from .table import TableAccess
 
-__all__ = ["KVMU", "KVMU_COUNTERS", "MUTANTS"]
+__all__ = ["KVMU", "KVMU_COUNTERS"]
 
 # Status counters (``dre.counter_bits`` wide, wrap around, zeroed by reset or ``clear``). The first nine are
 # bit-exact with the golden model's counters (vrex.golden.kvmu.model.STAT_KEYS); the last two depend on timing.
@@ -29,9 +29,6 @@ KVMU_COUNTERS = {
     "busy_cycles": "cycles with a job in progress",
     "port_wait_cycles": "cycles a data-port AR, AW or W was offered and not accepted",
 }
-
-# Deliberately wrong variants for the mutation tests (never built by from_config).
-MUTANTS = ("split_4k_late", "drop_last_beat", "gap_inverted")
 
 
 class KVMU(wiring.Component):
@@ -53,10 +50,8 @@ class KVMU(wiring.Component):
     eviction and the prefetch phase and before the response.
     """
 
-    def __init__(self, g: KVMUGeometry, *, mutant: str | None = None):
-        if mutant is not None and mutant not in MUTANTS:
-            raise ValueError(f"unknown KVMU mutant {mutant!r}")
-        self._g, self._mutant = g, mutant
+    def __init__(self, g: KVMUGeometry):
+        self._g = g
         self._fe = FrontEnd(g)
         axi = axi4_signature(g.addr_bits, g.data_bits, g.id_bits)
         status = {name: Out(g.counter_bits) for name in KVMU_COUNTERS} | {"busy": Out(1)}
@@ -75,11 +70,11 @@ class KVMU(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        g, mut = self._g, self._mutant
+        g = self._g
         m.submodules.frontend = fe = self._fe
-        m.submodules.coalescer = co = Coalescer(g, invert_gap=mut == "gap_inverted")
-        m.submodules.legaliser = lg = Legaliser(g, boundary_slack=1 if mut == "split_4k_late" else 0)
-        m.submodules.engines = en = Engines(g, drop_last_beat=mut == "drop_last_beat")
+        m.submodules.coalescer = co = Coalescer(g)
+        m.submodules.legaliser = lg = Legaliser(g)
+        m.submodules.engines = en = Engines(g)
         m.submodules.table = tb = TableAccess(g)
         for name in ("ctrl", "tokens", "masks"):
             wiring.connect(m, wiring.flipped(getattr(self, name)), getattr(fe, name))
