@@ -62,7 +62,8 @@ def _load_all():
     from .dre import DRE
 
     register(ComponentSpec("dre", "vrex_dre",
-                           "DRE datapath top: HCU + WTU with GQA aggregation, control inputs and status counters",
+                           "DRE top: HCU + WTU with GQA aggregation + KVMU with its AXI4 masters, control inputs and status "
+                           "counters",
                            DRE.from_config))
 
 

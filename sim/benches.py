@@ -11,7 +11,7 @@ import importlib
 
 from vrex.errors import UsageError
 
-__all__ = ["BENCH_MODULES", "bench_for", "cycles_for", "job_kind", "trace_jobs"]
+__all__ = ["BENCH_MODULES", "bench_for", "cycles_for", "job_kind", "trace_jobs", "runs_itself"]
 
 BENCH_MODULES = {
     "hamming_lanes": "vrex.sim.hamming_lanes",
@@ -40,6 +40,12 @@ def cycles_for(component: str):
     return getattr(_module(component), "measure_cycles", None) if component in BENCH_MODULES else None
 
 
+def runs_itself(component: str) -> bool:
+    """Whether the component's bench module runs its own cocotb test (``run_bench``: AXI ports) instead of a
+    StreamBench."""
+    return hasattr(_module(component), "run_bench")
+
+
 def job_kind(component: str):
     """Which recorded jobs the component's bench replays: "hcu", "wtu", "both" or None."""
     return getattr(_module(component), "JOB_KIND", None)
@@ -58,6 +64,12 @@ def trace_jobs(cfg, component: str, trace: str, *, frames=None, layers=None, see
     if kind is None:
         raise UsageError(f"component {component!r} takes random stimulus only; --trace applies to components that "
                          "replay recorded block jobs.")
+    if kind == "kvmu":
+        from vrex.golden.kvmu import session_jobs
+        from vrex.golden.traces import TraceOptions, make_trace
+
+        t = make_trace(cfg, trace, layers=layers, options=TraceOptions(frames=frames, seed=seed))
+        return session_jobs(cfg, t, layers=layers, max_jobs=max_jobs)
     if trace.endswith(".json") and Path(trace).is_file():
         hcu, wtu, _ = load_jobs(trace)
         if max_jobs is not None:

@@ -60,13 +60,14 @@ class Tier(Memory):
 class Monitor:
     """AR / AW handshakes per port, outstanding counts, and the AXI rules a burst must obey."""
 
-    def __init__(self, dut, max_outstanding, beat_bytes):
+    def __init__(self, dut, max_outstanding, beat_bytes, prefix=""):
         self.mo, self.beat = max_outstanding, beat_bytes
         self.sig = {}
         for port, pre in PREFIX.items():
             self.sig[port] = {n: getattr(dut, f"{pre}__{n}") for n in (
                 "arvalid", "arready", "araddr", "arlen", "rvalid", "rready", "rlast", "awvalid", "awready", "awaddr",
-                "awlen", "bvalid", "bready")}
+                "awlen", "bvalid", "bready", "wvalid", "wready")}
+        self.beats = {p: 0 for p in PORTS}      # W beats per port (bus utilisation)
         self.out_r = {p: 0 for p in PORTS}
         self.out_w = {p: 0 for p in PORTS}
         self.max_seen = {p: 0 for p in PORTS}
@@ -94,6 +95,8 @@ class Monitor:
                 self.out_r[port] -= 1
             if _int(s["bvalid"]) and _int(s["bready"]):
                 self.out_w[port] -= 1
+            if _int(s["wvalid"]) and _int(s["wready"]):
+                self.beats[port] += 1
             n = max(self.out_r[port], self.out_w[port])
             self.max_seen[port] = max(self.max_seen[port], n)
             if n > self.mo and len(self.protocol) < 20:
@@ -134,8 +137,10 @@ async def kvmu_bench(dut):
     Clock(dut.clk, 10, unit="ns").start()
     dut.rst.value = 1
     dut.clear.value = 0
-    streams = {n: Stream(dut, n, rng, bench.p_valid) for n in ("ctrl", "tokens", "masks")}
-    dut.resp__ready.value = 0
+    pre = bench.prefix
+    streams = {n: Stream(dut, pre + n, rng, bench.p_valid) for n in ("ctrl", "tokens", "masks")}
+    resp_valid, resp_payload, resp_ready = (getattr(dut, f"{pre}resp__{x}") for x in ("valid", "payload", "ready"))
+    resp_ready.value = 0
     faults = {}
     for port, kind, lo, hi in bench.faults:
         faults.setdefault((port, kind), []).append((lo, hi))
@@ -162,8 +167,9 @@ async def kvmu_bench(dut):
             r.pause(gen)
 
     def fill():
-        dev.write(0, fill_pattern(bench.fill_seed, km.device_bytes))
-        host.write(0, fill_pattern(bench.fill_seed + 1, km.host_bytes))
+        if bench.fill:
+            dev.write(0, fill_pattern(bench.fill_seed, km.device_bytes))
+            host.write(0, fill_pattern(bench.fill_seed + 1, km.host_bytes))
 
     fill()
     mon = Monitor(dut, cfg.dre.kvmu.max_outstanding, km.beat_bytes)
@@ -180,19 +186,20 @@ async def kvmu_bench(dut):
         streams["masks"].queue = list(job["masks"])
         for p in PORTS:
             mon.bursts[p] = []
+        start, beats0 = cycle, dict(mon.beats)
         resp = None
         reset_at = cycle + rng.randint(5, 120) if i == bench.reset_job else None
         while resp is None:
             for s in streams.values():
                 s.drive()
             ready = int(rng.random() < bench.p_ready)
-            dut.resp__ready.value = ready
+            resp_ready.value = ready
             await ReadOnly()
             mon.sample(cycle)
             for s in streams.values():
                 s.sampled()
-            if ready and _int(dut.resp__valid):
-                resp = _int(dut.resp__payload)
+            if ready and _int(resp_valid):
+                resp = _int(resp_payload)
             await RisingEdge(dut.clk)
             cycle += 1
             if reset_at is not None and cycle >= reset_at:
@@ -221,20 +228,21 @@ async def kvmu_bench(dut):
         digests = {}
         for name, (tier_name, lo, hi) in bench.regions.items():
             digests[name] = digest((dev if tier_name == "device" else host).read(lo, hi - lo))
-        digests["host_used"] = digest(host.read(0, job["host_used"]))
-        results.append({"resp": resp, "bursts": {p: list(mon.bursts[p]) for p in PORTS}, "digests": digests})
-    dut.resp__ready.value = 0
+        if bench.regions:
+            digests["host_used"] = digest(host.read(0, job["host_used"]))
+        results.append({"resp": resp, "bursts": {p: list(mon.bursts[p]) for p in PORTS}, "digests": digests,
+                        "cycles": cycle - start, "beats": {p: mon.beats[p] - beats0[p] for p in PORTS}})
+    resp_ready.value = 0
     for _ in range(4):
         await RisingEdge(dut.clk)
     await ReadOnly()
     counters = {}
-    for name in bench.counters:
-        counters[name] = _int(getattr(dut, f"status__{name}"))
-    for name in ("busy_cycles", "port_wait_cycles"):
-        counters[name] = _int(getattr(dut, f"status__{name}"))
+    for name in list(bench.counters) + ["busy_cycles", "port_wait_cycles"]:
+        counters[name] = _int(getattr(dut, f"status__{pre}{name}"))
     result = {"jobs": results, "cycles": cycle, "timed_out": timed_out, "protocol": mon.protocol,
               "max_outstanding_seen": mon.max_seen, "counters": counters,
-              "final": {"device": digest(dev.read(0, km.device_bytes)), "host": digest(host.read(0, km.host_bytes))},
+              "final": {"device": digest(dev.read(0, km.device_bytes)),
+                        "host": digest(host.read(0, km.host_bytes))} if bench.fill else {},
               "sim_seconds": round(time.time() - t0, 2)}
     with open(os.environ["VREX_RESULT"], "w") as f:
         json.dump(result, f)

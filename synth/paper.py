@@ -21,4 +21,4 @@ CORE_TOTAL = (1.89, 2609.43)   # mm², mW
 DRE_MEMORY_KB = 20.125         # 128 B + 4 KB + 8 KB + 8 KB (paper Fig. 10)
 
 # Paper block -> vrex component name that implements it (None: no RTL in this project yet).
-PAPER_BLOCKS = {"HCU": "hcu", "WTU": "wtu", "KVMU": None, "DRE": "dre"}
+PAPER_BLOCKS = {"HCU": "hcu", "WTU": "wtu", "KVMU": "kvmu", "DRE": "dre"}

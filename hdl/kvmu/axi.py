@@ -40,9 +40,11 @@ def drive_constants(m, port, beat_shift: int, beat_bytes: int, *, strobes: bool)
         m.d.comb += port.wstrb.eq((1 << beat_bytes) - 1)
 
 
-def connect_port(m, inner, outer) -> None:
-    """Connect a block's reduced port to the top's full port, member by member."""
+def connect_port(m, inner, outer, skip=()) -> None:
+    """Connect a block's (reduced) port to a parent's full port, member by member, except ``skip``."""
     for name, member in inner.signature.members.items():
+        if name in skip:
+            continue
         a, b = getattr(inner, name), getattr(outer, name)
         m.d.comb += (b.eq(a) if member.flow == wiring.Out else a.eq(b))
 

@@ -50,19 +50,23 @@ class KVMU(wiring.Component):
     eviction and the prefetch phase and before the response.
     """
 
-    def __init__(self, g: KVMUGeometry):
-        self._g = g
+    def __init__(self, g: KVMUGeometry, *, constant_fields: bool = True):
+        """``constant_fields`` False leaves the constant AXI fields (IDs, sizes, bursts, ``bready``, the data ports'
+        strobes) out of the ports, for a parent that ties them itself (the DRE top)."""
+        self._g, self._full = g, constant_fields
         self._fe = FrontEnd(g)
-        axi = axi4_signature(g.addr_bits, g.data_bits, g.id_bits)
+        axi = axi4_signature(g.addr_bits, g.data_bits, g.id_bits, constants=constant_fields,
+                             strobes=constant_fields)
+        tbl = axi4_signature(g.addr_bits, g.data_bits, g.id_bits, constants=constant_fields)
         status = {name: Out(g.counter_bits) for name in KVMU_COUNTERS} | {"busy": Out(1)}
         fe = self._fe.signature.members
         super().__init__({"ctrl": fe["ctrl"], "tokens": fe["tokens"], "masks": fe["masks"], "resp": fe["resp"],
-                          "dev": Out(axi), "host": Out(axi), "tbl": Out(axi), "clear": In(1),
+                          "dev": Out(axi), "host": Out(axi), "tbl": Out(tbl), "clear": In(1),
                           "status": Out(wiring.Signature(status))})
 
     @classmethod
-    def from_config(cls, cfg) -> "KVMU":
-        return cls(KVMUGeometry.from_config(cfg))
+    def from_config(cls, cfg, *, constant_fields: bool = True) -> "KVMU":
+        return cls(KVMUGeometry.from_config(cfg), constant_fields=constant_fields)
 
     @property
     def geometry(self) -> KVMUGeometry:
@@ -86,8 +90,9 @@ class KVMU(wiring.Component):
         connect_port(m, en.dev, self.dev)
         connect_port(m, en.host, self.host)
         connect_port(m, tb.tbl, self.tbl)
-        for port in (self.dev, self.host, self.tbl):
-            drive_constants(m, port, g.beat_shift, g.beat_bytes, strobes=port is self.tbl)
+        if self._full:
+            for port in (self.dev, self.host, self.tbl):
+                drive_constants(m, port, g.beat_shift, g.beat_bytes, strobes=port is self.tbl)
         m.d.comb += [
             fe.tdone.eq(tb.done), fe.tdata.eq(tb.data), fe.terror.eq(tb.error),
             co.restart.eq(fe.restart), co.base.eq(fe.base), co.limit.eq(fe.limit),
