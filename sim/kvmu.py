@@ -27,7 +27,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from vrex.golden.kvmu import Job, KVMUModel, random_kvmu_jobs
+from vrex.golden.kvmu import Job, KVMUModel, mask_beats, random_kvmu_jobs
 
 __all__ = ["JOB_KIND", "KVMUBench", "make_bench", "run_bench", "measure_cycles", "digest", "pack_job",
            "expected_for", "record_data"]
@@ -250,3 +250,87 @@ def run_bench(emitted, bench: KVMUBench, simulator: str, work_dir, *, waves: boo
     result["wall_seconds"] = round(time.time() - t0, 2)
     result["log"] = str(folder / "sim.log")
     return result
+
+
+def measurement_config(cfg):
+    """``cfg`` with a device capacity of just the recent window plus one step and small tables (the datapath,
+    bus, bursts, records and blocks unchanged), so that a short run reaches steady-state eviction."""
+    km = cfg.kvmu_map
+    ring = cfg.resv.recent_window_tokens + km.max_step_tokens
+    bt = km.block_tokens
+    ctx_tokens = ring + 8 * bt + 16 * cfg.model.tokens_per_frame
+    staging = 2 * 8 * bt * km.record_bytes
+    capacity = km.batch * (staging + km.contexts * (cfg.resv.sink_tokens + ring) * km.record_bytes)
+    return cfg.with_overrides({"dre.kvmu.device_capacity_bytes": capacity, "dre.kvmu.context_tokens": ctx_tokens,
+                               "dre.kvmu.table_clusters": 64, "dre.kvmu.staging_bytes": staging},
+                              source="KVMU cycle measurement")
+
+
+def measurement_jobs(cfg, frames: int = 8, seed: int = 0) -> tuple[list, dict]:
+    """Context 0: fill the ring with one cluster, evict 4 blocks of it in one job, prefetch them (the streaming
+    figures), then ``frames`` steady-state frames (a frame arrives, a frame is evicted, a third of the clusters is
+    prefetched). Returns the jobs and the index of each measured job."""
+    km = cfg.kvmu_map
+    bt, tpf, lanes = km.block_tokens, cfg.model.tokens_per_frame, cfg.dre.wtu.lanes
+    fill = [(0, i == 0) for i in range(km.ring_tokens)]
+    evict = [(0, i == 0) for i in range(4 * bt)]
+    jobs = [Job(0, 0, restart=True, arrivals=tuple(fill)), Job(0, 1, arrivals=tuple(evict)),
+            Job(0, 2, restart=True, mask=mask_beats([0], 1, lanes))]
+    rng = random.Random(seed)
+    n = 1
+    for f in range(frames):
+        arr = []
+        for i in range(tpf):
+            c = n if rng.random() < 0.2 and n < km.table_clusters else rng.randrange(n)
+            n += c == n
+            arr.append((c, i == 0))
+        chosen = [c for c in range(n) if rng.random() < 1 / 3]
+        jobs.append(Job(0, 3 + f, restart=True, arrivals=tuple(arr), mask=mask_beats(chosen, n, lanes)))
+    return jobs, {"fill": 0, "evict": 1, "prefetch": 2, "frames": list(range(3, 3 + frames))}
+
+
+def measure_cycles(cfg) -> dict:
+    """Cycles and bus use of the KVMU RTL (Verilator, no back-pressure, memories without pauses), checked against
+    the golden model on the way: streaming rates of a 4-block eviction and of its prefetch, and steady-state frames
+    of one context (``per_frame``: cycles and bytes of one context's frame job; ``per_frame_all_contexts``: the
+    frame of every context on one KVMU). Run on :func:`measurement_config` (the edge geometry with a small map)."""
+    from vrex.paths import build_dir, safe_name
+    from vrex.synth.verilog import emit
+
+    mcfg = measurement_config(cfg)
+    jobs, which = measurement_jobs(mcfg)
+    bench = make_bench(mcfg, jobs=jobs, seed=1, p_valid=1.0, p_ready=1.0, p_pause=0.0, name="kvmu-cycles")
+    work = build_dir("tests", safe_name(f"kvmu-cycles-{mcfg.hash()}"))
+    result = run_bench(emit("kvmu", mcfg), bench, "verilator", work)
+    report = bench.report(result)
+    if report:
+        raise AssertionError(f"the KVMU cycle run does not match the golden model:\n{report}")
+    km = mcfg.kvmu_map
+    beat = km.beat_bytes
+    model = KVMUModel(mcfg, data=False)
+    moved = []
+    for job in jobs:
+        before = model.stats["bytes_moved"]
+        model.run_job(job)
+        moved.append(model.stats["bytes_moved"] - before)
+
+    def rate(i, port):
+        j = result["jobs"][i]
+        return j["beats"][port] * beat / j["cycles"]
+
+    ev, pf = rate(which["evict"], "host"), rate(which["prefetch"], "device")
+    frames = [result["jobs"][i] for i in which["frames"]]
+    f_cycles = sum(j["cycles"] for j in frames) / len(frames)
+    f_bytes = sum(moved[i] for i in which["frames"]) / len(frames)
+    fill = result["jobs"][which["fill"]]
+    return {"component": "kvmu", "config": cfg.name, "config_hash": cfg.hash(), "measured_on": mcfg.hash(),
+            "bytes_per_cycle": pf, "bus_utilisation": pf / beat,
+            "evict_bytes_per_cycle": ev, "evict_bus_utilisation": ev / beat,
+            "prefetch_bytes_per_cycle": pf, "prefetch_bus_utilisation": pf / beat,
+            "arrival_cycles_per_token": fill["cycles"] / km.ring_tokens,
+            "per_frame": {"cycles": f_cycles, "bytes_moved": f_bytes, "tokens": mcfg.model.tokens_per_frame},
+            "per_frame_all_contexts": {"cycles": f_cycles * cfg.kvmu_map.contexts,
+                                       "bytes_moved": f_bytes * cfg.kvmu_map.contexts},
+            "sim_cycles_per_second": result["cycles"] / max(result["sim_seconds"], 1e-9),
+            "formula": "streaming: W beats x beat bytes / job cycles (table accesses and drains included); per frame: "
+                       "mean cycles of a steady-state frame job of one context (arrive, evict, prefetch)"}
