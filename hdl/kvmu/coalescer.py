@@ -8,7 +8,8 @@ and the range becomes pending, a prefetch range at the staging cursor; a prefetc
 dropped and flagged (``drop`` strobe with its source address). A ``flush`` beat emits the pending transfer.
 
 Pipeline: an input register computes the range's end addresses, the merge decision is registered with the pending
-transfer, and the output is a registered stream: 2 cycles from a range to its transfer's departure. ``restart``
+transfer, and the output is a registered stream: 2 cycles from a range to its transfer's departure, one range every
+two cycles (a range is at least one record of whole beats). ``restart``
 (with ``base``/``limit``) moves the cursor; it is only asserted while the coalescer is idle.
 """
 
@@ -46,7 +47,9 @@ class Coalescer(wiring.Component):
 
         out_free = ~self.o.valid | self.o.ready
         take = Signal()
-        m.d.comb += [self.i.ready.eq(~s_valid | take), self.busy.eq(s_valid | p_valid | self.o.valid)]
+        # the input register takes a range only when empty: one range per two cycles at most, so the merge decision
+        # (two carry chains) does not reach back into the front-end's ready
+        m.d.comb += [self.i.ready.eq(~s_valid), self.busy.eq(s_valid | p_valid | self.o.valid)]
         with m.If(self.o.ready):
             m.d.sync += self.o.valid.eq(0)
         with m.If(self.i.valid & self.i.ready):

@@ -1,6 +1,6 @@
 """The KVMU top: front-end, coalescer, legaliser, AXI engines and the table port behind one component."""
 
-from amaranth import Module
+from amaranth import Module, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -118,9 +118,12 @@ class KVMU(wiring.Component):
             "port_wait_cycles": en.port_wait,
         }
         m.d.comb += st.busy.eq(fe.busy)
+        # increments are registered first (one cycle late), so no handshake path runs into a counter's carry chain
+        staged = {name: Signal(Value.cast(inc).shape(), name=f"inc_{name}") for name, inc in increments.items()}
+        m.d.sync += [staged[name].eq(inc) for name, inc in increments.items()]
         with m.If(self.clear):
             m.d.sync += [getattr(st, name).eq(0) for name in KVMU_COUNTERS]
         with m.Else():
-            m.d.sync += [getattr(st, name).eq(getattr(st, name) + inc) for name, inc in increments.items()]
+            m.d.sync += [getattr(st, name).eq(getattr(st, name) + staged[name]) for name in increments]
 
         return m
