@@ -7,9 +7,10 @@ merged transfer still fits in the staging half (the gap bytes are moved too). Ot
 and the range becomes pending, a prefetch range at the staging cursor; a prefetch range that does not fit is
 dropped and flagged (``drop`` strobe with its source address). A ``flush`` beat emits the pending transfer.
 
-Pipeline: an input register computes the range's end addresses, the merge decision is registered with the pending
-transfer, and the output is a registered stream: 2 cycles from a range to its transfer's departure, one range every
-two cycles (a range is at least one record of whole beats). ``restart``
+Pipeline: an input register computes the range's end addresses, the next cycle registers the comparisons with the
+pending transfer, the cycle after acts on them (merge, or emit and start), and the output is a registered stream:
+3 cycles from a range to its transfer's departure, one range every three cycles (a range is at least one record of
+whole beats, and the front-end spends more cycles than that per range). ``restart``
 (with ``base``/``limit``) moves the cursor; it is only asserted while the coalescer is idle.
 """
 
@@ -58,21 +59,28 @@ class Coalescer(wiring.Component):
         with m.Elif(take):
             m.d.sync += s_valid.eq(0)
 
+        # decide stage: the comparisons are registered one cycle after the range arrives (the pending transfer cannot
+        # change meanwhile), so no cycle chains more than one carry chain
+        decided = Signal()
         gap = Signal(a + 2)
         step = Signal(a + 2)          # bytes the cursor advances on a merge: gap + length = end - pending end
         m.d.comb += [gap.eq(s.src - p_end), step.eq(s_end - p_end)]
-        gap_ok = ~gap[-1] & (gap <= g.coalesce_gap_bytes)
-        merge_pf = p_valid & p_prefetch & s.prefetch & gap_ok & (step <= room)
-        merge_ev = p_valid & ~p_prefetch & ~s.prefetch & (s.src == p_end) & (s.dst == p_dst_end)
-        merge = ~s.flush & (merge_pf | merge_ev)
-        fits = s.length <= room
+        merge_r, fits_r, step_r = Signal(), Signal(), Signal(a + 2)
+        with m.If(s_valid & ~decided):
+            merge_pf = p_valid & p_prefetch & s.prefetch & ~gap[-1] & (gap <= g.coalesce_gap_bytes) & (step <= room)
+            merge_ev = p_valid & ~p_prefetch & ~s.prefetch & (s.src == p_end) & (s.dst == p_dst_end)
+            m.d.sync += [decided.eq(1), merge_r.eq(~s.flush & (merge_pf | merge_ev)), fits_r.eq(s.length <= room),
+                         step_r.eq(step)]
+        with m.If(take):
+            m.d.sync += decided.eq(0)
+        merge, fits, step = merge_r, fits_r, step_r
 
         def emit():
             m.d.sync += [self.o.valid.eq(1), self.o.payload.src.eq(p_src), self.o.payload.dst.eq(p_dst),
                          self.o.payload.length.eq(p_end - p_src), self.o.payload.prefetch.eq(p_prefetch)]
 
         m.d.sync += self.drop.eq(0)
-        with m.If(s_valid):
+        with m.If(s_valid & decided):
             with m.If(merge):
                 m.d.comb += take.eq(1)
                 m.d.sync += [p_end.eq(s_end), p_dst_end.eq(s_dst_end)]
