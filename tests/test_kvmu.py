@@ -141,3 +141,17 @@ def test_soak_on_icarus_and_a_real_video_session(work_dir):
     report, result = run(cfg, bench, "icarus", work_dir)
     assert not report, report
     assert result["cycles"] >= 20_000
+
+
+@pytest.mark.slow
+@pytest.mark.sim
+def test_measure_cycles_reports_the_streaming_rates():
+    from vrex.sim.kvmu import measure_cycles
+
+    cfg = TINY.config()
+    r = measure_cycles(cfg)          # raises if the run does not match the golden model
+    beat = cfg.kvmu_map.beat_bytes
+    assert r["config_hash"] == cfg.hash() and 0 < r["bus_utilisation"] <= 1 and 0 < r["evict_bus_utilisation"] <= 1
+    assert r["bytes_per_cycle"] == r["bus_utilisation"] * beat
+    assert r["evict_bus_utilisation"] < r["bus_utilisation"]     # eviction waits on four table accesses per token
+    assert r["per_frame"]["cycles"] > cfg.model.tokens_per_frame * r["arrival_cycles_per_token"]

@@ -125,7 +125,7 @@ class FrontEnd(wiring.Component):
 
         range_free = ~r.valid | r.ready
         m.d.sync += [self.restart.eq(0), self.job_done.eq(0)]
-        m.d.comb += [rd.addr.eq(ctx), wr.data.eq(st), wr.addr.eq(ctx)]
+        m.d.comb += [rd.addr.eq(ctx), rd.en.eq(0), wr.data.eq(st), wr.addr.eq(ctx)]   # read once per job
 
         with m.FSM(init="CLEAR"):
             with m.State("CLEAR"):
@@ -146,6 +146,7 @@ class FrontEnd(wiring.Component):
                         m.d.sync += [self.restart.eq(1), self.base.eq(base), self.limit.eq(base + g.staging_half)]
                     m.next = "READ_CONTEXT"
             with m.State("READ_CONTEXT"):       # the context memory's read port answers in the next cycle
+                m.d.comb += rd.en.eq(1)
                 m.next = "LOAD"
             with m.State("LOAD"):
                 m.d.sync += [st.eq(rd.data),
