@@ -137,6 +137,14 @@ def _cmd_golden(args) -> int:
     if all(report["methods"][m]["frame"]["retrieval_ratio"] is None for m in report["methods"]):
         print("note: nothing was offloaded — the session is shorter than the recent window; use more --frames or a "
               "smaller resv.recent_window_tokens.")
+    from .kvmu import kvmu_report
+
+    kv = report["kvmu"] = kvmu_report(cfg, trace, layers=layers, heads=heads)
+    if kv["measured"]:
+        f, t = kv["frame"], kv["text"]
+        print(f"kvmu (capacity {kv['capacity_bytes']} B, {kv['capacity_source']}; ring {kv['ring_tokens']} tokens per "
+              f"context): frame stage {f['payload_bytes']} B payload / {f['bytes_moved']} B moved in {f['bursts']} "
+              f"bursts, text stage {t['payload_bytes']} B / {t['bytes_moved']} B in {t['bursts']} bursts")
     if args.json:
         outputs["json"].write_text(json.dumps(report, indent=1))
         written.append(str(outputs["json"]))

@@ -258,10 +258,12 @@ class ReSVPolicy(RetrievalPolicy):
 
 
 def run_session(cfg, trace, *, layers=None, heads=None, engine: str = "tensor",
-                recorder: JobRecorder | None = None, policy: ReSVPolicy | None = None) -> ReSVPolicy:
+                recorder: JobRecorder | None = None, policy: ReSVPolicy | None = None, on_step=None) -> ReSVPolicy:
     """Run the ReSV session alone (no attention metrics) over ``trace``; returns the policy with its stats.
 
     A recorder with ``stop_when_full`` ends the run early once it holds ``max_jobs`` jobs of each kind.
+    ``on_step(policy, ctx, fetched)`` is called after every (layer, step) with the fetched tokens per KV head
+    (the KVMU model reads the clustering and the selection there).
     """
     from .stream import Stream
 
@@ -272,17 +274,19 @@ def run_session(cfg, trace, *, layers=None, heads=None, engine: str = "tensor",
     seg_ids = trace.segment_ids()
     try:
         with torch_threads():
-            _run_layers(cfg, trace, layers, heads, policy, stream, seg_ids)
+            _run_layers(cfg, trace, layers, heads, policy, stream, seg_ids, on_step)
     except RecordingDone:
         pass
     return policy
 
 
-def _run_layers(cfg, trace, layers, heads, policy, stream, seg_ids):
+def _run_layers(cfg, trace, layers, heads, policy, stream, seg_ids, on_step=None):
     for l in layers:
         data = trace.layers[l]
         policy.begin_layer(cfg, l, data, heads, stream)
         for step in stream.steps:
             ctx = StepContext(cfg, l, data, trace.layers.get(l - 1), stream, step, stream.residency(step), heads,
                               seg_ids)
-            policy.select(ctx)
+            fetched = policy.select(ctx)
+            if on_step is not None:
+                on_step(policy, ctx, fetched)

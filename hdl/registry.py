@@ -57,10 +57,18 @@ def _load_all():
                            "WiCSum threshold unit: per-row cluster masks (early-exit / histogram WiCSum or top-k) "
                            "and the OR-aggregated mask per GQA group", WTU.from_config))
 
+    from .kvmu import KVMU
+
+    register(ComponentSpec("kvmu", "vrex_kvmu",
+                           "KV memory-hierarchy manager: evicts the oldest KV to cluster-contiguous host block chains, "
+                           "prefetches selected clusters into staging; coalescer, burst legaliser, AXI4 masters",
+                           KVMU.from_config))
+
     from .dre import DRE
 
     register(ComponentSpec("dre", "vrex_dre",
-                           "DRE datapath top: HCU + WTU with GQA aggregation, control inputs and status counters",
+                           "DRE top: HCU + WTU with GQA aggregation + KVMU with its AXI4 masters, control inputs and status "
+                           "counters",
                            DRE.from_config))
 
     _register_lxe()

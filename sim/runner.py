@@ -19,7 +19,7 @@ from vrex.tools import require, setup_environment
 
 from .bench import BenchResult, StreamBench
 
-__all__ = ["SIMULATORS", "WAVE_FILES", "run_cocotb", "SimulationError", "build_model"]
+__all__ = ["SIMULATORS", "WAVE_FILES", "run_cocotb", "run_test_module", "SimulationError", "build_model"]
 
 SIMULATORS = ("verilator", "icarus")
 _TOOL = {"verilator": "verilator", "icarus": "iverilog"}
@@ -130,32 +130,43 @@ def build_model(emitted, simulator: str, *, waves: bool = False, extra_args=(), 
     return runner, build_dir
 
 
-def run_cocotb(emitted, bench: StreamBench, simulator: str, work_dir: Path, *, waves: bool = False,
-               build_args=(), build_tag: str = "", extra_env=None) -> BenchResult:
-    """Run ``bench`` on the emitted design; returns the observed result (mismatches are data, not errors)."""
+def run_test_module(emitted, test_module: str, simulator: str, work_dir: Path, env: dict, *, seed: int,
+                    what: str, waves: bool = False, build_args=(), build_tag: str = "") -> Path:
+    """Run the cocotb test module ``test_module`` on the emitted design in ``work_dir``; returns the folder. The
+    module writes its result to ``$VREX_RESULT`` (``work_dir/result.json``); no result file is a
+    :class:`SimulationError` naming the log (a failing comparison is a result, not an error)."""
     runner, build_dir = build_model(emitted, simulator, waves=waves, extra_args=build_args, tag=build_tag)
     work_dir = Path(work_dir).absolute()
     work_dir.mkdir(parents=True, exist_ok=True)
-    bench_file, result_file, log = work_dir / "bench.json", work_dir / "result.json", work_dir / "sim.log"
+    result_file, log = work_dir / "result.json", work_dir / "sim.log"
     result_file.unlink(missing_ok=True)
     wave_file = work_dir / WAVE_FILES[simulator]
     wave_file.unlink(missing_ok=True)   # never report a stale waveform
-    bench.to_json(bench_file)
-    env = {"VREX_BENCH": str(bench_file), "VREX_RESULT": str(result_file), "VREX_SIMULATOR": simulator,
-           "COCOTB_RANDOM_SEED": str(bench.seed)}
-    env.update(extra_env or {})
+    env = {"VREX_RESULT": str(result_file), "VREX_SIMULATOR": simulator, "COCOTB_RANDOM_SEED": str(seed), **env}
     try:
-        runner.test(test_module="vrex.sim.cocotb_bench", hdl_toplevel=emitted.top, build_dir=build_dir,
-                    test_dir=work_dir, extra_env=env, results_xml=str(work_dir / "results.xml"), waves=waves,
-                    log_file=log)
+        runner.test(test_module=test_module, hdl_toplevel=emitted.top, build_dir=build_dir, test_dir=work_dir,
+                    extra_env=env, results_xml=str(work_dir / "results.xml"), waves=waves, log_file=log)
     except (SystemExit, Exception):
         pass   # a failing comparison raises under pytest; the result file says what happened
     if not result_file.is_file():
         tail = log.read_text().strip().splitlines()[-15:] if log.is_file() else []
-        raise SimulationError(f"{simulator} run of {bench.name} produced no result (log: {log}):\n  "
-                              + "\n  ".join(tail))
-    result = BenchResult.from_json(result_file)
-    result.extra["log"] = str(log)
+        raise SimulationError(f"{simulator} run of {what} produced no result (log: {log}):\n  " + "\n  ".join(tail))
+    return work_dir
+
+
+def run_cocotb(emitted, bench: StreamBench, simulator: str, work_dir: Path, *, waves: bool = False,
+               build_args=(), build_tag: str = "", extra_env=None) -> BenchResult:
+    """Run ``bench`` on the emitted design; returns the observed result (mismatches are data, not errors)."""
+    work_dir = Path(work_dir).absolute()
+    work_dir.mkdir(parents=True, exist_ok=True)
+    bench_file = work_dir / "bench.json"
+    bench.to_json(bench_file)
+    env = {"VREX_BENCH": str(bench_file), **(extra_env or {})}
+    folder = run_test_module(emitted, "vrex.sim.cocotb_bench", simulator, work_dir, env, seed=bench.seed,
+                             what=bench.name, waves=waves, build_args=build_args, build_tag=build_tag)
+    result = BenchResult.from_json(folder / "result.json")
+    result.extra["log"] = str(folder / "sim.log")
+    wave_file = folder / WAVE_FILES[simulator]
     if waves and wave_file.is_file():
         result.extra["waves"] = str(wave_file)
     return result

@@ -152,3 +152,44 @@ def vpe_add_truncates(beats, lanes, **kw):
                 res[k] = dataclasses.replace(res[k], value=_truncate_scaled(v.S, scale, FP32),
                                              bf16=_truncate_scaled(v.S, scale, BF16))
     return out
+# ---- KVMU golden references (tests/test_kvmu.py): each must make the RTL bench report a mismatch ----------------
+
+from vrex.golden.kvmu import Burst, Coalescer, KVMUModel, legalise as _legalise  # noqa: E402
+
+
+class KVMUSplitsPastTheBoundary(KVMUModel):
+    """KVMU: cuts bursts one beat after the 4 KiB / burst boundary (an off-by-one in the split)."""
+
+    def legalise(self, r):
+        out = _legalise(r, self.map.burst_bytes, self.map.beat_bytes)
+        if len(out) < 2:
+            return out
+        a, b = out[0], out[1]
+        return [Burst(a.src, a.dst, a.beats + 1), Burst(b.src + self.map.beat_bytes, b.dst + self.map.beat_bytes,
+                                                        b.beats - 1)] + out[2:] if b.beats > 1 else out
+
+
+class KVMUDropsTheLastBeat(KVMUModel):
+    """KVMU: a multi-beat transfer loses its last beat."""
+
+    def legalise(self, r):
+        out = _legalise(r, self.map.burst_bytes, self.map.beat_bytes)
+        last = out[-1]
+        return out[:-1] + ([Burst(last.src, last.dst, last.beats - 1)] if last.beats > 1 else [])
+
+
+class _InvertedGap(Coalescer):
+    def mergeable(self, p, r):
+        from vrex.golden.kvmu import PREFETCH
+
+        if r.mode != PREFETCH:
+            return super().mergeable(p, r)
+        g = r.src - (p.src + p.length)
+        return p.mode == PREFETCH and g > self.gap and self.cursor + g + r.length <= self.limit
+
+
+class KVMUInvertsTheGapRule(KVMUModel):
+    """KVMU: merges prefetch ranges whose gap is larger than coalesce_gap_bytes instead of at most."""
+
+    def make_coalescer(self, gap_bytes):
+        return _InvertedGap(gap_bytes)

@@ -15,6 +15,7 @@ cache and generated-artefact folder.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import math
@@ -33,8 +34,7 @@ from .errors import ConfigError
 __all__ = [
     "Config", "ModelConfig", "ReSVConfig", "HCUConfig", "WTUConfig", "KVMUConfig", "DREConfig", "LXEConfig",
     "DRAMConfig", "LinkConfig", "StorageConfig", "SystemConfig", "TechnologyConfig", "IPConfig", "FPGAConfig",
-    "PerfConfig",
-    "load_config", "builtin_config_names", "ConfigError",
+    "PerfConfig", "KVMUMap", "load_config", "builtin_config_names", "ConfigError",
 ]
 
 
@@ -257,22 +257,43 @@ class WTUConfig(_Section):
 
 @dataclass(frozen=True)
 class KVMUConfig(_Section):
-    """KV memory-hierarchy manager (paper §V-C, Fig. 12)."""
+    """KV memory-hierarchy manager (paper §V-C, Fig. 12); memory map and protocols in docs/formats.md §KVMU."""
 
     eviction_granularity: Literal["frame", "token"] = param("frame", "Unit of eviction to the offload tier.")
     layout: Literal["cluster_contiguous", "token_order"] = param(
         "cluster_contiguous", "Offloaded KV layout: grouped by cluster (paper) or in arrival order.")
-    dma_burst_bytes: int = param(4096, "Largest single DMA transfer.", min=64)
-    coalesce_gap_bytes: int = param(0, "Merge two ranges whose gap is at most this many bytes.", min=0)
-    max_outstanding: int = param(8, "Outstanding DMA requests.", min=1)
-    axi_data_bits: int = param(128, "AXI4 data width.", min=32)
-    axi_addr_bits: int = param(40, "AXI4 address width.", min=32, max=64)
     device_capacity_bytes: int = param(
-        0, "Device-DRAM bytes for the KV of all streams of a batch, all layers, the retrieval staging area included "
-           "(0 = auto: what the device DRAM holds after the weights and activations). The device tier keeps the newest "
-           "KV up to this capacity; older KV is evicted (whole frames) to the host/SSD tier. An explicit value must "
-           "hold the sinks, recent window and staging area of the largest batch and must not exceed the DRAM.",
+        0, "Device DRAM bytes for the KV of all streams of a batch, all layers: sinks, resident window, older KV kept "
+           "on the device and the retrieval staging area (0 = auto: the DRAM left after weights, activations and the "
+           "KVMU tables). The device tier keeps the newest KV up to this capacity; older KV is evicted (whole frames) "
+           "to the host/SSD tier. An explicit value must hold the sinks, recent window and staging area of the "
+           "largest batch and must not exceed the DRAM.",
         min=0, unit="B")
+    staging_bytes: int = param(
+        0, "Retrieval staging area per stream, two halves of one layer's prefetch each (0 = auto: two layers of "
+           "the largest perf.kv_sizes).", min=0, unit="B")
+    block_tokens: int = param(32, "Tokens per host-tier block of a cluster's chain (paper: 32 tokens per cluster on "
+                                  "average); a power of two.", min=1, max=4096)
+    context_tokens: int = param(0, "Tokens per (layer, KV head) context the KVMU tables are sized for (0 = the "
+                                   "largest perf.kv_sizes).", min=0)
+    table_clusters: int = param(0, "Clusters per context the HC table holds (0 = context_tokens: every token may open one).", min=0)
+    dma_burst_bytes: int = param(4096, "Largest single AXI burst (a power of two, at most 4096).", min=64)
+    coalesce_gap_bytes: int = param(0, "Merge two prefetch ranges whose gap is at most this many bytes.", min=0)
+    max_outstanding: int = param(8, "Outstanding AXI bursts per direction of a port.", min=1, max=64)
+    buffer_bursts: int = param(2, "Data buffer between the read and write engines, in largest bursts.", min=1,
+                               max=8)
+    axi_data_bits: int = param(128, "AXI4 data width (a power of two, 32 to 1024).", min=32)
+    axi_addr_bits: int = param(40, "AXI4 address width.", min=32, max=64)
+    axi_id_bits: int = param(4, "AXI4 ID width (the KVMU issues ID 0: responses of a port come back in order).",
+                             min=1, max=16)
+
+    def _check(self):
+        for key, value, lo, hi in (("dma_burst_bytes", self.dma_burst_bytes, 64, 4096),
+                                   ("axi_data_bits", self.axi_data_bits, 32, 1024)):
+            if value & (value - 1) or not lo <= value <= hi:
+                _fail(f"dre.kvmu.{key}", value, f"must be a power of two from {lo} to {hi} (AXI4 rules).")
+        if self.block_tokens & (self.block_tokens - 1):
+            _fail("dre.kvmu.block_tokens", self.block_tokens, "must be a power of two.")
 
 
 @dataclass(frozen=True)
@@ -695,6 +716,7 @@ class Config(_Section):
             _fail("dre.wtu.count_bits", wtu.count_bits,
                   f"with dre.wtu.score_bits ({wtu.score_bits}) must give products of at most 48 bits.")
         _check_perf_capacity(self)
+        _check_kvmu(self)
 
     # ---- derived -----------------------------------------------------------------------------------------------
 
@@ -712,6 +734,11 @@ class Config(_Section):
     def distance_bits(self) -> int:
         """Width of a Hamming distance 0..hash_bits."""
         return self.resv.hash_bits.bit_length()
+
+    @functools.cached_property
+    def kvmu_map(self) -> "KVMUMap":
+        """The KVMU's memory map and sizes (docs/formats.md §KVMU memory map)."""
+        return _kvmu_map(self)
 
     @property
     def ratio_fixed(self) -> int:
@@ -740,11 +767,14 @@ class Config(_Section):
 
     def device_kv_capacity_bytes(self, batch: int, dram_gb: float | None = None) -> float:
         """``dre.kvmu.device_capacity_bytes``, or (0 = auto) what a device DRAM of ``dram_gb`` (default
-        ``system.dram.capacity_gb``) holds after the weights and activations of ``batch`` streams."""
+        ``system.dram.capacity_gb``) holds after the weights and activations of ``batch`` streams and, on the V-Rex
+        system (``dram_gb`` None), the KVMU's HC-table regions of every stream. The one rule for the KVMU's memory
+        map (:attr:`kvmu_map`) and the performance model's device tier."""
         if self.dre.kvmu.device_capacity_bytes and dram_gb is None:
             return float(self.dre.kvmu.device_capacity_bytes)
         dram = (self.system.dram.capacity_gb if dram_gb is None else dram_gb) * 1e9
-        return max(0.0, dram - self.model.weight_bytes_total - self.activation_bytes(batch))
+        tables = batch * _kvmu_table_bytes(self) if dram_gb is None else 0
+        return max(0.0, dram - self.model.weight_bytes_total - self.activation_bytes(batch) - tables)
 
     # ---- conversions -------------------------------------------------------------------------------------------
 
@@ -824,6 +854,147 @@ def _check_perf_capacity(cfg: "Config") -> None:
         _fail("perf.kv_sizes", list(p.kv_sizes),
               f"the KV cache of batch {batch} at {kv} tokens ({total_kv / gb:.1f} GB) does not fit in the offload "
               f"tier (system.storage.capacity_gb = {sysc.storage.capacity_gb} GB); reduce the sizes or the batch.")
+
+
+@dataclass(frozen=True)
+class KVMUMap:
+    """Sizes and base addresses of the KVMU's two tiers for one stream, derived from the config.
+
+    A *record* is the K and V of one token of one context (layer, KV head; or layer with ``resv.cluster_scope =
+    layer``): ``2 · heads · head_dim · kv_bytes`` bytes, K first. Device tier (regions 4 KiB aligned, in this
+    order): sinks, the resident ring, the staging area (two halves), then the HC-table regions the KVMU keeps
+    (token index, cluster table, block links). Host tier: the block pool. docs/formats.md §KVMU has the layout.
+    """
+
+    record_bytes: int
+    contexts: int
+    context_heads: int            # KV heads in one context's record (1, or kv_heads with cluster_scope = layer)
+    beat_bytes: int
+    burst_bytes: int              # largest legal burst: min(dma_burst_bytes, 256 beats, 4096)
+    batch: int
+    capacity_bytes: int           # device KV capacity of the batch (resolved auto value)
+    stream_capacity_bytes: int
+    staging_bytes: int            # per stream, both halves
+    sink_tokens: int
+    ring_tokens: int              # resident ring per context (≥ recent window + one step)
+    max_step_tokens: int
+    context_tokens: int
+    table_clusters: int
+    block_tokens: int
+    block_bytes: int
+    host_blocks: int
+    sink_base: int
+    ring_base: int
+    staging_base: int
+    index_base: int
+    table_base: int
+    link_base: int
+    device_bytes: int
+    host_bytes: int
+    index_entry_bytes: int = 4
+    table_entry_bytes: int = 16
+    link_entry_bytes: int = 4
+
+    @property
+    def staging_half(self) -> int:
+        return self.staging_bytes // 2
+
+    @property
+    def table_bytes(self) -> int:
+        """HC-table bytes the KVMU keeps in device DRAM (token index, cluster entries, block links)."""
+        return self.device_bytes - self.index_base
+
+
+def _align(x: int, a: int = 4096) -> int:
+    return -(-x // a) * a
+
+
+def _kvmu_table_sizes(cfg: "Config") -> tuple[int, int, int, int]:
+    """(context tokens, clusters, host blocks, HC-table bytes of one stream) of the KVMU tables (token index, cluster
+    entries, block links; each region 4 KiB aligned)."""
+    m, r, k = cfg.model, cfg.resv, cfg.dre.kvmu
+    contexts = m.layers * (1 if r.cluster_scope == "layer" else m.kv_heads)
+    context_tokens = k.context_tokens or max(cfg.perf.kv_sizes)
+    clusters = k.table_clusters or context_tokens
+    blocks = contexts * (-(-context_tokens // k.block_tokens) + clusters)
+    tables = _align(contexts * context_tokens * 4) + _align(contexts * clusters * 16) + _align(blocks * 4)
+    return context_tokens, clusters, blocks, tables
+
+
+def _kvmu_table_bytes(cfg: "Config") -> int:
+    return _kvmu_table_sizes(cfg)[3]
+
+
+def _kvmu_map(cfg: "Config", capacity_override: int | None = None) -> KVMUMap:
+    m, r, k, p = cfg.model, cfg.resv, cfg.dre.kvmu, cfg.perf
+    heads = m.kv_heads if r.cluster_scope == "layer" else 1
+    record = 2 * heads * m.head_dim * m.kv_bytes
+    contexts = m.layers * (1 if r.cluster_scope == "layer" else m.kv_heads)
+    beat = k.axi_data_bits // 8
+    batch, max_kv = max(p.batches), max(p.kv_sizes)
+    context_tokens, clusters, blocks, _ = _kvmu_table_sizes(cfg)
+    record_i = int(record)
+    staging = k.staging_bytes or 2 * _align(contexts // m.layers * max_kv * record_i)
+    index = contexts * context_tokens * 4
+    table = contexts * clusters * 16
+    links = blocks * 4
+    sinks = contexts * r.sink_tokens * record_i
+    if capacity_override is not None:
+        capacity = capacity_override
+    else:   # explicit, or auto: the DRAM after weights, activations and the KVMU tables (Config.device_kv_capacity_bytes)
+        capacity = int(cfg.device_kv_capacity_bytes(batch))
+    stream = capacity // batch
+    ring = max(0, (stream - staging - sinks) // (contexts * record_i)) if record_i else 0
+    ring = min(ring, context_tokens)
+    ring_base = _align(sinks)
+    staging_base = _align(ring_base + contexts * ring * record_i)
+    index_base = _align(staging_base + staging)
+    table_base = index_base + _align(index)
+    link_base = table_base + _align(table)
+    return KVMUMap(record_i, contexts, heads, beat, min(k.dma_burst_bytes, 256 * beat, 4096), batch, capacity,
+                   stream, staging, r.sink_tokens, ring, max(m.tokens_per_frame, m.question_tokens), context_tokens,
+                   clusters, k.block_tokens, k.block_tokens * record_i, blocks, 0, ring_base, staging_base,
+                   index_base, table_base, link_base, link_base + _align(links), blocks * k.block_tokens * record_i)
+
+
+def _check_kvmu(cfg: "Config") -> None:
+    """The KVMU's sizes: whole records of whole AXI beats, a device capacity that holds the sinks, the recent
+    window plus one step and the staging area, and tiers that fit the AXI address width."""
+    m, r, k = cfg.model, cfg.resv, cfg.dre.kvmu
+    heads = m.kv_heads if r.cluster_scope == "layer" else 1
+    record = 2 * heads * m.head_dim * m.kv_bytes
+    if record != int(record):
+        _fail("model.kv_bytes", m.kv_bytes, f"must make a KV record (2 x {heads * m.head_dim} elements) a whole number "
+                                            "of bytes for the KVMU.")
+    beat = k.axi_data_bits // 8
+    if int(record) % beat:
+        _fail("dre.kvmu.axi_data_bits", k.axi_data_bits,
+              f"must divide the KV record of {int(record)} bytes (K and V of one token and context) into whole "
+              f"beats: the KVMU moves whole records; use at most {8 * (int(record) & -int(record))} bits.")
+    if k.dma_burst_bytes < beat:
+        _fail("dre.kvmu.dma_burst_bytes", k.dma_burst_bytes, f"must be at least one AXI beat ({beat} bytes).")
+    km = cfg.kvmu_map
+    if km.context_tokens < km.max_step_tokens:
+        _fail("dre.kvmu.context_tokens", k.context_tokens, f"must hold at least one step ({km.max_step_tokens} tokens).")
+    if k.staging_bytes and k.staging_bytes < 2 * km.record_bytes:
+        _fail("dre.kvmu.staging_bytes", k.staging_bytes, f"must hold at least one record in each half "
+                                                         f"({2 * km.record_bytes} bytes).")
+    need_ring = min(r.recent_window_tokens + km.max_step_tokens, km.context_tokens)
+    if km.ring_tokens < need_ring:
+        need = km.batch * (km.staging_bytes + km.contexts * (r.sink_tokens + need_ring) * km.record_bytes)
+        key = "dre.kvmu.device_capacity_bytes" if k.device_capacity_bytes else "system.dram.capacity_gb"
+        value = k.device_capacity_bytes if k.device_capacity_bytes else cfg.system.dram.capacity_gb
+        _fail(key, value, f"must hold the sinks, the recent window plus one step ({need_ring} tokens per context) and "
+                          f"the staging area of batch {km.batch}: at least {need} bytes of device KV capacity.")
+    limit = 1 << k.axi_addr_bits
+    if km.device_bytes > limit:
+        _fail("dre.kvmu.device_capacity_bytes", k.device_capacity_bytes,
+              f"with the staging area and the KVMU tables the device tier needs {km.device_bytes} bytes, beyond the "
+              f"{limit} bytes that dre.kvmu.axi_addr_bits ({k.axi_addr_bits}) can address.")
+    if km.host_bytes > limit:
+        _fail("dre.kvmu.axi_addr_bits", k.axi_addr_bits,
+              f"must address the host-tier block pool of {km.host_bytes} bytes; widen it or lower "
+              "dre.kvmu.context_tokens / table_clusters.")
 
 
 def _to_plain(obj):
