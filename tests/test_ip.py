@@ -41,7 +41,8 @@ def test_interface_matches_the_verilog_and_the_signature():
     assert {p["name"]: (p["direction"], p["width"]) for p in d["ports"]} == verilog
     assert {p["name"]: p["role"] for p in d["ports"] if p["role"] != "data"} == {"clk": "clock", "rst": "reset"}
     streams = {s["name"]: s for s in d["streams"]}
-    assert set(streams) == {"codes", "assignments", "counts", "scores", "rows", "selection"}
+    assert set(streams) == {"codes", "assignments", "counts", "scores", "rows", "selection", "kvmu_ctrl", "kvmu_tokens",
+                            "kvmu_masks", "kvmu_resp"}
     for s in streams.values():   # fields tile the payload, LSB first
         top = [f for f in s["fields"] if "[*]" not in f["name"] and "." not in f["name"]]
         assert [f["lsb"] for f in top] == [sum(g["width"] for g in top[:k]) for k in range(len(top))]
