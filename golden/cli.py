@@ -81,6 +81,8 @@ def _load(args):
     layers = parse_index_list(args.layers, cfg.model.layers, "layers")
     if args.frames is not None and args.frames < 1:
         raise UsageError("--frames must be ≥ 1.")
+    if args.fps <= 0:
+        raise UsageError(f"--fps {args.fps:g}: the sampling rate must be > 0.")
     opts = TraceOptions(frames=args.frames, turns=args.turns, seed=args.seed,
                         synthetic=SyntheticSpec(temporal=args.temporal, objects=args.objects,
                                                 scene_cut=args.scene_cut),
@@ -90,7 +92,7 @@ def _load(args):
                                     question=DEFAULT_QUESTION if args.question is None else args.question))
     trace = make_trace(cfg, args.trace, layers=layers, options=opts)
     heads = parse_index_list(args.heads, trace.kv_heads, "heads")
-    return cfg, trace, layers, heads
+    return cfg, trace, layers, heads, opts
 
 
 def _progress(done, total, layer):
@@ -108,7 +110,9 @@ def _cmd_golden(args) -> int:
     except ValueError:
         budget = args.budget              # paper, matched, or a word BaselineSettings rejects with the --budget text
     settings = BaselineSettings(budget=budget, top_p=args.top_p, page_tokens=args.page_tokens)
-    cfg, trace, layers, heads = _load(args)
+    if args.e2e and args.trace != "llm-video":
+        raise UsageError("--e2e runs the LLM itself with retrieval in its attention; use it with --trace llm-video.")
+    cfg, trace, layers, heads, opts = _load(args)
     if args.save_trace:
         from .trace import save_trace
 
@@ -135,9 +139,10 @@ def _cmd_golden(args) -> int:
         print("note: nothing was offloaded — the session is shorter than the recent window; use more --frames or a "
               "smaller resv.recent_window_tokens.")
     print(f"run: {report['run']['seconds']:.1f} s, engine {report['run']['engine']}, torch {report['run']['torch']}")
+    if args.e2e:
+        _e2e(args, cfg, opts, report, methods, settings, layers)
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(report, indent=1))
+        _write_json(args.json, report)
         print(f"wrote {args.json}")
     if args.plot:
         from .plot import plot_ratios
@@ -146,10 +151,43 @@ def _cmd_golden(args) -> int:
     return 0
 
 
+def _write_json(path, data) -> None:
+    """Write JSON atomically: a temporary file beside the target, then a rename."""
+    import os
+
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps(data, indent=1))
+        tmp.replace(p)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _e2e(args, cfg, opts, report, methods, settings, layers) -> None:
+    """Run the LLM with each method's selection in its attention; add ``methods.<m>.e2e`` to the report."""
+    from .llm.e2e import format_e2e, run_e2e
+    from .llm.session import load_session
+
+    _, session, lm = load_session(cfg, opts, need_model=True)
+
+    def progress(name, seconds):
+        if not args.quiet:
+            print(f"  e2e {name} done ({seconds:.1f} s)", file=sys.stderr, flush=True)
+
+    rep = run_e2e(cfg, session, lm, methods=methods, settings=settings, layers=layers, engine=args.engine,
+                  progress=progress)
+    print(format_e2e(rep))
+    for name, r in rep["methods"].items():
+        report["methods"][name]["e2e"] = r
+    report["e2e"] = {k: v for k, v in rep.items() if k != "methods"}
+
+
 def _cmd_jobs(args) -> int:
     from .jobs import record_jobs, save_jobs
 
-    cfg, trace, layers, heads = _load(args)
+    cfg, trace, layers, heads, _ = _load(args)
     hcu, wtu = record_jobs(cfg, trace, layers=layers, heads=heads, max_jobs=args.max_jobs)
     meta = {"config": cfg.name, "config_hash": cfg.hash(), "trace": trace.describe()}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
@@ -166,7 +204,7 @@ def _cmd_bench(args) -> int:
     print(format_benchmark(result))
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(result, indent=1))
+        _write_json(args.json, result)
         print(f"wrote {args.json}")
     return 0
 
@@ -189,6 +227,9 @@ def register(sub) -> None:
     g.add_argument("--page-tokens", type=int, default=16, help="Quest page size (default 16)")
     g.add_argument("--engine", choices=["tensor", "reference"], default="tensor",
                    help="WTU selection: vectorised twin (default) or the reference row by row")
+    g.add_argument("--e2e", action="store_true",
+                   help="llm-video: also run the LLM step by step with each method's selection in its attention and "
+                        "report top-1 agreement, KL and answer NLL against full attention")
     g.add_argument("--json", metavar="OUT", help="write the full report as JSON")
     g.add_argument("--plot", metavar="OUT.png", help="plot retrieval ratio per layer and KV head")
     g.add_argument("--save-trace", metavar="OUT", help="also save the trace (.pt/.npz/.safetensors)")
