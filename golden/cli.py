@@ -197,8 +197,16 @@ def _cmd_jobs(args) -> int:
 
 
 def _cmd_bench(args) -> int:
-    from .benchmark import format_benchmark, run_benchmark
+    from .benchmark import format_benchmark, format_e2e_benchmark, run_benchmark, run_e2e_benchmark
 
+    if args.e2e:
+        result = run_e2e_benchmark(args.config or "smollm2", model=args.model,
+                                   methods=tuple(m for m in args.methods.split(",") if m))
+        print(format_e2e_benchmark(result))
+        if args.json:
+            _write_json(args.json, result)
+            print(f"wrote {args.json}")
+        return 0
     result = run_benchmark(args.config, tokens=args.tokens, layers=args.layers, heads=args.heads,
                            engines=tuple(args.engines.split(",")), evaluate_all=args.evaluate)
     print(format_benchmark(result))
@@ -255,5 +263,10 @@ def register(sub) -> None:
     b.add_argument("--engines", default="tensor", help="comma-separated: tensor, reference (default tensor)")
     b.add_argument("--evaluate", action="store_true",
                    help="also time the full evaluation (all methods and attention metrics)")
+    b.add_argument("--e2e", action="store_true",
+                   help="time the real-LLM e2e loop instead: the 2K-token llm-video session, every layer, --methods "
+                        "in the loop (config default smollm2)")
+    b.add_argument("--model", default="smollm2", help="--e2e: the model (default smollm2)")
+    b.add_argument("--methods", default="resv,rekv,full", help="--e2e: methods in the loop (default resv,rekv,full)")
     b.add_argument("--json", metavar="OUT", help="write the result as JSON")
     b.set_defaults(func=_cmd_bench)

@@ -100,14 +100,14 @@ class _WTUStats:
 class _LayerState:
     """One layer's ReSV state: hashing contexts, their codes (hashed as keys arrive) and their HC tables."""
 
-    def __init__(self, cfg, layer, data, heads):
+    def __init__(self, cfg, layer, data, heads, engine: str = "tensor"):
         self.layer, self.heads, self.hashed = layer, list(heads), 0
         self.keys, self.planes, self.bits, self.codes, self.tables = {}, {}, {}, {}, {}
         for c, k, planes in hash_contexts(cfg, layer, data, self.heads):
             self.keys[c], self.planes[c] = k, planes
             self.bits[c] = torch.zeros(k.shape[0], planes.shape[1], dtype=torch.bool)
             self.codes[c] = [0] * k.shape[0]
-            self.tables[c] = ClusterTable(cfg, k.shape[0], k.shape[1])
+            self.tables[c] = ClusterTable(cfg, k.shape[0], k.shape[1], engine)
 
     def hash_upto(self, end: int) -> None:
         """Hash the keys ``[hashed, end)``: each step hashes its own tokens, offline and online alike."""
@@ -141,7 +141,7 @@ class ReSVPolicy(RetrievalPolicy):
     # ---- per layer ------------------------------------------------------------------------------------------------
 
     def begin_layer(self, cfg, layer, data, heads, stream):
-        self.states[layer] = _LayerState(self.cfg, layer, data, heads)
+        self.states[layer] = _LayerState(self.cfg, layer, data, heads, self.engine)
         self._use(layer)
 
     def _use(self, layer) -> None:

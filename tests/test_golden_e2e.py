@@ -101,8 +101,8 @@ def test_hashing_keys_before_they_arrive_is_caught(monkeypatch):
     off = {k: v for k, v in _offline(cfg, trace, settings, monkeypatch).items() if k[0] == "resv"}
     real_init = resv._LayerState.__init__
 
-    def eager(self, cfg, layer, data, heads):
-        real_init(self, cfg, layer, data, heads)
+    def eager(self, cfg, layer, data, heads, *engine):
+        real_init(self, cfg, layer, data, heads, *engine)
         self.hash_upto(data.k.shape[0])
 
     monkeypatch.setattr(resv._LayerState, "__init__", eager)
@@ -219,3 +219,18 @@ def test_cli_e2e_writes_the_contract(tiny, tmp_path, capsys, monkeypatch):
     assert rep["e2e"]["retrieval_layers"] == [0, 1]
     assert main(["golden", "-c", "tiny", "--trace", "synthetic", "--e2e"]) == 2
     assert "use it with --trace llm-video" in capsys.readouterr().err
+
+
+def test_e2e_benchmark_reports_methods_and_layers(tiny):
+    from vrex.golden.benchmark import format_e2e_benchmark, run_e2e_benchmark
+
+    cfg, *_, folder = tiny
+    import yaml
+
+    path = folder.parent / "bench.yaml"
+    path.write_text(yaml.safe_dump(cfg.to_dict()))
+    r = run_e2e_benchmark(str(path), model=str(folder), methods=("resv", "full"), frames=12, fps=2.0)
+    assert set(r["methods"]) == {"resv", "full"} and r["layers"] == 2
+    for m in r["methods"].values():
+        assert set(m["attention_seconds_per_layer"]) == {0, 1} and m["seconds"] >= m["attention_seconds"] > 0
+    assert "ms per layer" in format_e2e_benchmark(r)
