@@ -176,6 +176,12 @@ def _e2e(args, cfg, opts, report, methods, settings, layers) -> None:
         if not args.quiet:
             print(f"  e2e {name} done ({seconds:.1f} s)", file=sys.stderr, flush=True)
 
+    if args.e2e_methods:
+        chosen = tuple(m for m in args.e2e_methods.split(",") if m)
+        if not set(chosen) <= set(methods):
+            raise UsageError(f"--e2e-methods {args.e2e_methods!r}: choose among the run's --methods "
+                             f"({','.join(methods)}).")
+        methods = chosen
     rep = run_e2e(cfg, session, lm, methods=methods, settings=settings, layers=layers, engine=args.engine,
                   progress=progress)
     print(format_e2e(rep))
@@ -238,6 +244,8 @@ def register(sub) -> None:
     g.add_argument("--e2e", action="store_true",
                    help="llm-video: also run the LLM step by step with each method's selection in its attention and "
                         "report top-1 agreement, KL and answer NLL against full attention")
+    g.add_argument("--e2e-methods", metavar="LIST",
+                   help="--e2e: the methods run in the loop (default: every method of --methods)")
     g.add_argument("--json", metavar="OUT", help="write the full report as JSON")
     g.add_argument("--plot", metavar="OUT.png", help="plot retrieval ratio per layer and KV head")
     g.add_argument("--save-trace", metavar="OUT", help="also save the trace (.pt/.npz/.safetensors)")

@@ -7,7 +7,8 @@ its *light attention*: the same logits with every key outside sinks ∪ recent w
 
 - **retrieval ratio** — Σ fetched / Σ offloaded tokens over (layers, KV heads, steps); ``full`` reports 1.0 (it
   attends everything) with 0 bytes fetched, since it keeps the whole cache in device memory;
-- **recall** — mean over rows of the true softmax mass on the attended keys;
+- **recall** — mean over rows of the true softmax mass on the attended keys (``recall_p5``: its 5th percentile
+  over the rows, linear interpolation);
 - **output error** — mean over rows of ‖o_light − o_full‖₂ / ‖o_full‖₂;
 - **bytes fetched** — fetched tokens × 2 (K and V) × head_dim × ``model.kv_bytes`` (per layer and KV head);
 - ReSV extras: clusters and mean cluster size per context, WTU early-exit statistics, HCU events, and the
@@ -81,9 +82,10 @@ class _Cell:
     recall: float = 0.0
     error: float = 0.0
     steps: int = 0
+    row_recall: list = field(default_factory=list)     # per-row recall tensors (for the percentiles)
 
     def add(self, other: "_Cell"):
-        for f in ("offloaded", "fetched", "rows", "recall", "error", "steps"):
+        for f in ("offloaded", "fetched", "rows", "recall", "error", "steps", "row_recall"):
             setattr(self, f, getattr(self, f) + getattr(other, f))
 
 
@@ -224,6 +226,7 @@ def _evaluate(cfg, trace, methods, layers, heads, settings, engine, progress) ->
                     c.fetched += len(fetched[i])
                     c.rows += g * step.tokens
                     c.recall += float(recall[i * g:(i + 1) * g].sum())
+                    c.row_recall.append(recall[i * g:(i + 1) * g].flatten().float())
                     c.error += float(err[i * g:(i + 1) * g].sum())
                     c.steps += 1
         for p in policies:
@@ -246,8 +249,10 @@ def _stage_summary(cfg, trace, acc, method, stage, layers, heads, offloads) -> d
                     tot.add(c)
     per_token_bytes = 2 * trace.head_dim * cfg.model.kv_bytes
     ratio = (tot.fetched / tot.offloaded if offloads else 1.0) if tot.offloaded else None
+    rows = torch.cat(tot.row_recall).double() if tot.row_recall else None
     return {"retrieval_ratio": ratio,
             "recall": tot.recall / tot.rows if tot.rows else None,
+            "recall_p5": float(torch.quantile(rows, 0.05)) if rows is not None else None,
             "output_error": tot.error / tot.rows if tot.rows else None,
             "bytes_fetched": tot.fetched * per_token_bytes if offloads else 0,
             "fetched_tokens": tot.fetched if offloads else 0, "offloaded_tokens": tot.offloaded if offloads else 0,

@@ -189,7 +189,7 @@ def hcu_jobs(draw):
     return pre, toks, {"code_bits": bits, "threshold": thr, "capacity": cap, **policy}
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=250, deadline=None)
 @given(hcu_jobs())
 def test_vectorised_twin_equals_the_reference(job):
     pre, toks, kw = job

@@ -68,6 +68,8 @@ def _attend(module, query, key, value, attention_mask, scaling=None, dropout=0.0
     t0 = time.perf_counter()
     step = loop.step
     s, e = step.start, step.end
+    if l not in loop.retrieval and key.shape[2] != e:        # a sliding-window layer: it keeps its own window
+        return _SDPA[0](module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs)
     if key.shape[2] != e or query.shape[2] != e - s:
         raise TraceError(f"layer {l} attends {key.shape[2]} keys with {query.shape[2]} queries at step {step.label} "
                          f"(expected {e} and {e - s}); the e2e loop needs a fresh cache per run.")
@@ -112,6 +114,13 @@ def _in_loop(model, loop: _Loop | None):
         model.set_attn_implementation(before)
 
 
+def full_attention_layers(hf_config) -> list[int]:
+    """Layers that attend the whole causal context (not a sliding window); all layers for most models."""
+    c = hf_config.get_text_config() if hasattr(hf_config, "get_text_config") else hf_config
+    types = getattr(c, "layer_types", None) or ["full_attention"] * c.num_hidden_layers
+    return [i for i, t in enumerate(types) if t != "sliding_attention"]
+
+
 def _predicting(steps, segments) -> list[int]:
     """Indices of the steps whose last token's logits predict an answer token."""
     answer = {t for s in segments if s.kind == ANSWER for t in range(s.start, s.end)}
@@ -150,7 +159,8 @@ def run_e2e(cfg, session, lm, *, methods, settings: BaselineSettings = BaselineS
             engine: str = "tensor", progress=None, recall: bool = False) -> dict:
     """Run ``methods`` in the loop; ``{"methods": {name: e2e dict}, "reference": ..., "run": ...}``.
 
-    ``layers``: the layers whose attention retrieval decides (default all; the others attend fully).
+    ``layers``: the layers whose attention retrieval decides (default every full-attention layer: a model's
+    sliding-window layers, as in Gemma 3, keep their own window and are never given to retrieval).
     """
     with torch_threads():
         return _run_e2e(cfg, session, lm, methods, settings, layers, engine, progress, recall)
@@ -164,7 +174,11 @@ def _run_e2e(cfg, session, lm, methods, settings, layers, engine, progress, reca
     if cfg.resv.hashed_key != "post_rope":
         raise UsageError("--e2e hashes the keys the model caches (post-RoPE); set resv.hashed_key: post_rope.")
     shape = (model.config.num_hidden_layers, cfg.model.query_heads, cfg.model.kv_heads, cfg.model.head_dim)
-    retrieval = set(range(shape[0]) if layers is None else layers)
+    full_layers = set(full_attention_layers(model.config))
+    retrieval = full_layers if layers is None else set(layers)
+    if retrieval - full_layers:
+        raise UsageError(f"--layers: layers {sorted(retrieval - full_layers)} of this model use sliding-window "
+                         f"attention (they never see offloaded tokens); choose among {sorted(full_layers)}.")
     steps = session_steps(Trace(list(session.segments), {}, {}))
     keep = _predicting(steps, session.segments)
     answer = torch.tensor([steps[i].end for i in keep])
