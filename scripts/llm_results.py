@@ -2,6 +2,9 @@
 """Render the real-LLM tables of docs/results-golden.md from `vrex golden --json` reports (llm-video traces).
 
     scripts/llm_results.py build/results/llm-2k-paper.json [more.json ...]
+    scripts/llm_results.py offline.json --e2e-from e2e.json    # e2e metrics from another run on the same trace
+
+(``--e2e-from`` takes a ``vrex golden --e2e --json`` report or a ``run_e2e`` result: ``{"methods": {m: e2e}}``.)
 
 Prints, per report: the setup line (tokens, frames, config hash, model file hash, tool versions, run time), one
 table with ratio, recall (mean / 5th percentile over rows), output error and the e2e metrics per method, and the
@@ -60,9 +63,28 @@ def layer_ranges(r):
     return "; ".join(out)
 
 
-def main(paths):
-    for p in paths:
+def merge_e2e(r, other):
+    src = {m: (v["e2e"] if "e2e" in v else v) for m, v in other["methods"].items()
+           if "e2e" in v or "top1_agreement" in v}
+    if other["trace"]["tokens"] != r["trace"]["tokens"]:
+        raise SystemExit("--e2e-from: the two reports are not of the same session")
+    for m, e in src.items():
+        if m in r["methods"]:
+            r["methods"][m]["e2e"] = e
+    r["e2e"] = other["e2e"] if "e2e" in other else {k: other[k] for k in ("reference", "retrieval_layers", "steps",
+                                                                          "run")}
+
+
+def main(argv):
+    e2e_from = None
+    if "--e2e-from" in argv:
+        i = argv.index("--e2e-from")
+        e2e_from = json.loads(open(argv[i + 1]).read())
+        argv = argv[:i] + argv[i + 2:]
+    for p in argv:
         r = json.loads(open(p).read())
+        if e2e_from is not None:
+            merge_e2e(r, e2e_from)
         print(f"### {p}\n\n{setup(r)}\n\n{table(r)}\n\nPer layer and KV head: {layer_ranges(r)}\n")
         if "e2e" in r:
             ref = r["e2e"]["reference"]
