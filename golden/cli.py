@@ -122,6 +122,10 @@ def _cmd_golden(args) -> int:
           f"{cfg.model.tokens_per_frame} + {d['question_tokens']} question + {d['answer_tokens']} answer tokens; "
           f"recent window {cfg.resv.recent_window_tokens} tokens; {len(layers or trace.layer_ids)} layers × "
           f"{len(heads or range(trace.kv_heads))} KV heads", flush=True)
+    if d["kind"] == "llm-video":
+        m = d["model"]
+        print(f"model {m['description']} (sha256 {m['sha256'][:16]}…), projector {d['projector']['kind']}, "
+              f"trace cache {d['cache']}; answer: {' | '.join(a.strip()[:80] for a in d['answers'])!r}", flush=True)
     report = evaluate(cfg, trace, methods=methods, layers=layers, heads=heads, settings=settings,
                       engine=args.engine, progress=_progress if not args.quiet else None)
     print(format_table(report))
