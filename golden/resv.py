@@ -110,8 +110,37 @@ class _WTUStats:
                 "mean_refine_bins_walked": self.refine_walked / self.refine_rows if self.refine_rows else None}
 
 
+class _LayerState:
+    """One layer's ReSV state: hashing contexts, their codes (hashed as keys arrive) and their HC tables."""
+
+    def __init__(self, cfg, layer, data, heads, engine: str = "tensor"):
+        self.layer, self.heads, self.hashed = layer, list(heads), 0
+        self.keys, self.planes, self.bits, self.codes, self.tables = {}, {}, {}, {}, {}
+        for c, k, planes in hash_contexts(cfg, layer, data, self.heads):
+            self.keys[c], self.planes[c] = k, planes
+            self.bits[c] = torch.zeros(k.shape[0], planes.shape[1], dtype=torch.bool)
+            self.codes[c] = [0] * k.shape[0]
+            self.tables[c] = ClusterTable(cfg, k.shape[0], k.shape[1], engine)
+
+    def hash_upto(self, end: int) -> None:
+        """Hash the keys ``[hashed, end)``: each step hashes its own tokens, offline and online alike."""
+        if end <= self.hashed:
+            return
+        for c, k in self.keys.items():
+            bits = hash_bits(k[self.hashed:end], self.planes[c])
+            self.bits[c][self.hashed:end] = bits
+            self.codes[c][self.hashed:end] = pack_codes(bits)
+        self.hashed = end
+
+
 class ReSVPolicy(RetrievalPolicy):
-    """The ReSV session for one run (state is per layer; layers are processed one after the other)."""
+    """The ReSV session for one run.
+
+    Each layer's state (hash codes, HC tables) lives from :meth:`begin_layer` to :meth:`end_layer`, so a run may
+    process layers one after the other (the trace evaluation) or all layers step by step (the e2e loop, where the
+    keys arrive as the model runs). Keys are hashed when their step is selected, so both orders give the same
+    codes, clusters and selections on the same Q/K.
+    """
 
     def __init__(self, cfg, *, name: str = "resv", engine: str = "tensor", recorder: JobRecorder | None = None):
         if engine not in ("tensor", "reference"):
@@ -119,26 +148,29 @@ class ReSVPolicy(RetrievalPolicy):
         self.cfg, self.name, self.engine, self.recorder = cfg, name, engine, recorder
         self.cluster_stats: list[dict] = []
         self.wtu_stats: dict[str, _WTUStats] = {}
+        self.states: dict[int, _LayerState] = {}
         self.tables: dict = {}
 
     # ---- per layer ------------------------------------------------------------------------------------------------
 
     def begin_layer(self, cfg, layer, data, heads, stream):
-        self._close_layer()
-        self.layer, self.heads, self.data = layer, list(heads), data
-        self.keys, self.bits, self.codes, self.tables = {}, {}, {}, {}
-        for c, k, planes in hash_contexts(self.cfg, layer, data, self.heads):
-            bits = hash_bits(k, planes)
-            self.keys[c], self.bits[c], self.codes[c] = k, bits, pack_codes(bits)
-            self.tables[c] = ClusterTable(self.cfg, k.shape[0], k.shape[1])
+        self.states[layer] = _LayerState(self.cfg, layer, data, heads, self.engine)
+        self._use(layer)
 
-    def _close_layer(self):
-        for c, t in self.tables.items():
-            self.cluster_stats.append({"layer": self.layer, "head": c, **t.stats()})
-        self.tables = {}
+    def _use(self, layer) -> None:
+        st = self.states[layer]
+        self.layer, self.heads, self.state = layer, st.heads, st
+        self.keys, self.bits, self.codes, self.tables = st.keys, st.bits, st.codes, st.tables
+
+    def end_layer(self, layer) -> None:
+        st = self.states.pop(layer, None)
+        if st is not None:
+            for c, t in st.tables.items():
+                self.cluster_stats.append({"layer": layer, "head": c, **t.stats()})
 
     def stats(self) -> dict:
-        self._close_layer()
+        for layer in sorted(self.states):
+            self.end_layer(layer)
         return {"clusters": self.cluster_stats, "wtu": {k: v.as_dict() for k, v in self.wtu_stats.items()},
                 "engine": self.engine}
 
@@ -234,6 +266,8 @@ class ReSVPolicy(RetrievalPolicy):
         return masks
 
     def select(self, ctx: StepContext) -> list[torch.Tensor]:
+        self._use(ctx.layer)
+        self.state.hash_upto(ctx.step.end)
         self._cluster_step(ctx)
         r, res = self.cfg.resv, ctx.res
         off = ctx.offloaded
@@ -280,10 +314,12 @@ class ReSVPolicy(RetrievalPolicy):
 
 
 def run_session(cfg, trace, *, layers=None, heads=None, engine: str = "tensor",
-                recorder: JobRecorder | None = None, policy: ReSVPolicy | None = None) -> ReSVPolicy:
+                recorder: JobRecorder | None = None, policy: ReSVPolicy | None = None, on_step=None) -> ReSVPolicy:
     """Run the ReSV session alone (no attention metrics) over ``trace``; returns the policy with its stats.
 
     A recorder with ``stop_when_full`` ends the run early once it holds ``max_jobs`` jobs of each kind.
+    ``on_step(policy, ctx, fetched)`` is called after every (layer, step) with the fetched tokens per KV head
+    (the KVMU model reads the clustering and the selection there).
     """
     from .stream import Stream
 
@@ -294,17 +330,20 @@ def run_session(cfg, trace, *, layers=None, heads=None, engine: str = "tensor",
     seg_ids = trace.segment_ids()
     try:
         with torch_threads():
-            _run_layers(cfg, trace, layers, heads, policy, stream, seg_ids)
+            _run_layers(cfg, trace, layers, heads, policy, stream, seg_ids, on_step)
     except RecordingDone:
         pass
     return policy
 
 
-def _run_layers(cfg, trace, layers, heads, policy, stream, seg_ids):
+def _run_layers(cfg, trace, layers, heads, policy, stream, seg_ids, on_step=None):
     for l in layers:
         data = trace.layers[l]
         policy.begin_layer(cfg, l, data, heads, stream)
         for step in stream.steps:
             ctx = StepContext(cfg, l, data, trace.layers.get(l - 1), stream, step, stream.residency(step), heads,
                               seg_ids)
-            policy.select(ctx)
+            fetched = policy.select(ctx)
+            if on_step is not None:
+                on_step(policy, ctx, fetched)
+        policy.end_layer(l)

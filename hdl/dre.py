@@ -1,10 +1,12 @@
-"""DRE top: the HCU and the WTU (with its GQA aggregation) behind one component, with control and status."""
+"""DRE top: the HCU, the WTU (with its GQA aggregation) and the KVMU behind one component, with control and status."""
 
 from amaranth import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .hcu import HCU
+from .kvmu import KVMU, KVMU_COUNTERS
+from .kvmu.axi import axi4_signature, connect_port, drive_constants
 from .wtu import WTU
 
 __all__ = ["DRE", "DRE_COUNTERS"]
@@ -55,21 +57,32 @@ class DRE(wiring.Component):
     ratio : In                    WiCSum ratio, Q0.ratio_bits (``early_exit`` / ``histogram`` modes).
     k : In                        clusters kept per row (``topk`` mode).
     clear : In(1)                 zero every status counter (synchronous, while high).
+    kvmu_ctrl, kvmu_tokens, kvmu_masks : In(stream)   the KVMU's jobs (control, token descriptors, cluster masks).
+    kvmu_resp : Out(stream)       the KVMU's job responses.
+    dev, host, tbl : Out          the KVMU's AXI4 masters (device tier, host tier, HC table in device memory).
     status : Out                  the counters of :data:`DRE_COUNTERS`, plus ``hcu_busy``, ``hcu_open_slots`` and
-                                  ``hcu_preload_overflow`` passed through from the HCU.
+                                  ``hcu_preload_overflow`` passed through from the HCU, and the KVMU's counters
+                                  (:data:`vrex.hdl.kvmu.KVMU_COUNTERS`) and busy flag as ``kvmu_<name>``.
+
+    The KVMU works beside the HCU and WTU: the sequencer turns HCU assignments into its token descriptors and WTU
+    group masks (positions of the candidate list) into its cluster masks (cluster ids), both HC-table lookups.
     """
 
     def __init__(self, cfg):
         self._hcu = HCU.from_config(cfg)
         self._wtu = WTU.from_config(cfg)
+        self._kvmu = KVMU.from_config(cfg, constant_fields=False)
         self._counter_bits = cfg.dre.counter_bits
-        h, w = self._hcu.signature.members, self._wtu.signature.members
+        h, w, k = self._hcu.signature.members, self._wtu.signature.members, self._kvmu.signature.members
         status = {name: Out(self._counter_bits) for name in DRE_COUNTERS}
         status.update({"hcu_busy": Out(1), "hcu_open_slots": Out(h["open_slots"].shape),
                        "hcu_preload_overflow": Out(1)})
+        status.update({f"kvmu_{name}": Out(self._counter_bits) for name in KVMU_COUNTERS} | {"kvmu_busy": Out(1)})
         members = {
             "codes": h["i"], "assignments": h["o"],
             "counts": w["counts"], "scores": w["scores"], "rows": w["row"], "selection": w["group"],
+            "kvmu_ctrl": k["ctrl"], "kvmu_tokens": k["tokens"], "kvmu_masks": k["masks"], "kvmu_resp": k["resp"],
+            **{port: Out(axi4_signature(*self._axi_widths(cfg))) for port in ("dev", "host", "tbl")},
             "threshold": h["threshold"], "clear": In(1), "status": Out(wiring.Signature(status)),
         }
         members.update({name: w[name] for name in ("ratio", "k") if name in w})
@@ -79,10 +92,24 @@ class DRE(wiring.Component):
     def from_config(cls, cfg):
         return cls(cfg)
 
+    @staticmethod
+    def _axi_widths(cfg):
+        k = cfg.dre.kvmu
+        return k.axi_addr_bits, k.axi_data_bits, k.axi_id_bits
+
     def elaborate(self, platform):
         m = Module()
         m.submodules.hcu = hcu = self._hcu
         m.submodules.wtu = wtu = self._wtu
+        m.submodules.kvmu = kvmu = self._kvmu
+        for name in ("ctrl", "tokens", "masks"):
+            wiring.connect(m, wiring.flipped(getattr(self, f"kvmu_{name}")), getattr(kvmu, name))
+        wiring.connect(m, kvmu.resp, wiring.flipped(self.kvmu_resp))
+        g = kvmu.geometry
+        for port in ("dev", "host", "tbl"):     # constant fields are tied here, the rest passes through
+            connect_port(m, getattr(kvmu, port), getattr(self, port))
+            drive_constants(m, getattr(self, port), g.beat_shift, g.beat_bytes, strobes=port == "tbl")
+        m.d.comb += kvmu.clear.eq(self.clear)
         wiring.connect(m, wiring.flipped(self.codes), hcu.i)
         wiring.connect(m, hcu.o, wiring.flipped(self.assignments))
         wiring.connect(m, wiring.flipped(self.counts), wtu.counts)
@@ -97,6 +124,8 @@ class DRE(wiring.Component):
         st = self.status
         m.d.comb += [st.hcu_busy.eq(hcu.busy), st.hcu_open_slots.eq(hcu.open_slots),
                      st.hcu_preload_overflow.eq(hcu.preload_overflow)]
+        m.d.comb += [getattr(st, f"kvmu_{name}").eq(getattr(kvmu.status, name))
+                     for name in list(KVMU_COUNTERS) + ["busy"]]
 
         a, r, s, c = self.assignments, self.rows, self.selection, self.counts
         a_fire, r_end = a.valid & a.ready, r.valid & r.ready & r.payload.last

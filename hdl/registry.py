@@ -14,6 +14,11 @@ class ComponentSpec:
     top: str           # Verilog module name
     description: str
     build: Callable    # build(cfg) -> wiring.Component
+    # Hierarchical figures: part component -> instance count (the part's figures are measured alone and multiplied;
+    # the rest is the glue, synthesised with the parts as blackboxes). None: synthesised whole.
+    parts: Callable | None = None
+    glue: str | None = None     # the spec of the composite without its parts (hierarchical figures)
+    hidden: bool = False        # parts and glues measured for a composite; not listed by component_names()
 
 
 COMPONENTS: dict[str, ComponentSpec] = {}
@@ -29,7 +34,7 @@ def get_component(name: str) -> ComponentSpec:
     try:
         return COMPONENTS[name]
     except KeyError:
-        raise UsageError(f"unknown component {name!r}; known components: {', '.join(sorted(COMPONENTS))}.") from None
+        raise UsageError(f"unknown component {name!r}; known components: {', '.join(component_names())}.") from None
 
 
 def _load_all():
@@ -52,13 +57,57 @@ def _load_all():
                            "WiCSum threshold unit: per-row cluster masks (early-exit / histogram WiCSum or top-k) "
                            "and the OR-aggregated mask per GQA group", WTU.from_config))
 
+    from .kvmu import KVMU
+
+    register(ComponentSpec("kvmu", "vrex_kvmu",
+                           "KV memory-hierarchy manager: evicts the oldest KV to cluster-contiguous host block chains, "
+                           "prefetches selected clusters into staging; coalescer, burst legaliser, AXI4 masters",
+                           KVMU.from_config))
+
     from .dre import DRE
 
     register(ComponentSpec("dre", "vrex_dre",
-                           "DRE datapath top: HCU + WTU with GQA aggregation, control inputs and status counters",
+                           "DRE top: HCU + WTU with GQA aggregation + KVMU with its AXI4 masters, control inputs and status "
+                           "counters",
                            DRE.from_config))
 
+    _register_lxe()
 
-def component_names() -> list[str]:
+
+def _glue(build):
+    return lambda cfg: build(cfg, external=True)
+
+
+def _register_lxe():
+    from .lxe.dpe import DPE
+    from .lxe.lxe import LXE
+    from .lxe.mac_tree import MacTree
+    from .lxe.vpe import VPE, VpeLane
+
+    register(ComponentSpec("mac_tree", "vrex_mac_tree",
+                           "LXE MAC tree: dpe_inputs exact BF16 products, block-aligned adder tree, accumulator, "
+                           "one RNE to FP32 and BF16", MacTree.from_config))
+    register(ComponentSpec("dpe", "vrex_dpe", "LXE dot-product engine: dpe_trees MAC trees sharing a broadcast operand",
+                           DPE.from_config, parts=lambda cfg: {"mac_tree": cfg.lxe.dpe_trees}, glue="dpe_glue"))
+    register(ComponentSpec("dpe_glue", "vrex_dpe_glue", "DPE without its MAC trees", _glue(DPE.from_config),
+                           hidden=True))
+    register(ComponentSpec("vpe_lane", "vrex_vpe_lane", "one VPE lane", VpeLane.from_config, hidden=True))
+    register(ComponentSpec("vpe", "vrex_vpe", "LXE vector engine: lanes in lockstep (add, mul, max, sign, running sum "
+                                              "+ count, fixed-point conversion, 2^x)", VPE.from_config,
+                           parts=lambda cfg: {"vpe_lane": cfg.lxe.lanes}, glue="vpe_glue"))
+    register(ComponentSpec("vpe_glue", "vrex_vpe_glue", "VPE without its lanes (count and tag pipeline)",
+                           _glue(VPE.from_config), hidden=True))
+    register(ComponentSpec("lxe", "vrex_lxe", "LXE: DPE + VPE + banked SRAM of one core", LXE.from_config,
+                           parts=lambda cfg: {"dpe": 1, "vpe": 1}, glue="lxe_glue"))
+    register(ComponentSpec("lxe_glue", "vrex_lxe_glue", "LXE without DPE and VPE (the SRAM banks)",
+                           _glue(LXE.from_config), hidden=True))
+    from .core import Core
+
+    register(ComponentSpec("core", "vrex_core", "V-Rex core: LXE (DPE + VPE + SRAM) and DRE (HCU + WTU) side by side",
+                           Core.from_config, parts=lambda cfg: {"lxe": 1, "dre": 1}))
+
+
+def component_names(*, hidden: bool = False) -> list[str]:
+    """Registered components (with ``hidden``: also the parts and glues of hierarchical figures)."""
     _load_all()
-    return sorted(COMPONENTS)
+    return sorted(n for n, s in COMPONENTS.items() if hidden or not s.hidden)

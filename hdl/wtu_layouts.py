@@ -197,36 +197,36 @@ class WTUGeometry:
 def wtu_counts_layout(g: WTUGeometry) -> data.StructLayout:
     """One beat of a job's token counts: ``lanes`` unsigned counts and the job's cluster count N."""
     return data.StructLayout({
-        "counts": data.ArrayLayout(unsigned(g.count_bits), g.lanes),
-        "clusters": unsigned(g.clusters_bits),
+        "counts": data.ArrayLayout(unsigned(g.count_bits), g.lanes),   # lane l: tokens of cluster beat·lanes + l
+        "clusters": unsigned(g.clusters_bits),                         # N, read from the job's first beat
     })
 
 
 def wtu_scores_layout(g: WTUGeometry) -> data.StructLayout:
     """One beat of a score row: ``lanes`` signed fixed-point scores; ``last`` marks the job's last row."""
     return data.StructLayout({
-        "scores": data.ArrayLayout(signed(g.score_bits), g.lanes),
-        "last": 1,
+        "scores": data.ArrayLayout(signed(g.score_bits), g.lanes),   # lane l: score of cluster beat·lanes + l
+        "last": 1,                                                   # on the final beat of the job's last row
     })
 
 
 def wtu_row_layout(g: WTUGeometry) -> data.StructLayout:
     """One beat of a row's cluster mask, with the row's status."""
     return data.StructLayout({
-        "mask": g.lanes,
-        "last": 1,
-        "job_last": 1,
-        "error": 1,
-        "selected": unsigned(g.clusters_bits),
-        "exit_bucket": unsigned(g.bucket_bits),
-        "buckets_walked": unsigned(g.walked_bits),
+        "mask": g.lanes,                             # bit l: cluster beat·lanes + l selected (0 beyond N)
+        "last": 1,                                   # final beat of the row
+        "job_last": 1,                               # on every beat of the job's last row
+        "error": 1,                                  # the job was rejected (N = 0 or N > capacity)
+        "selected": unsigned(g.clusters_bits),       # clusters selected up to and including this beat
+        "exit_bucket": unsigned(g.bucket_bits),      # WiCSum exit bucket (0 in top-k mode)
+        "buckets_walked": unsigned(g.walked_bits),   # buckets the WiCSum walk visited (0 in top-k mode)
     })
 
 
 def wtu_group_layout(g: WTUGeometry) -> data.StructLayout:
     """One beat of the OR-aggregated mask of a job's rows (a GQA group)."""
     return data.StructLayout({
-        "mask": g.lanes,
-        "last": 1,
-        "error": 1,
+        "mask": g.lanes,   # bit l: cluster beat·lanes + l is in the OR of the job's row masks
+        "last": 1,         # final beat of the job's mask
+        "error": 1,        # the job was rejected
     })

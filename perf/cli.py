@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from vrex.cli import add_config_option, load_config_arg
-from vrex.errors import UsageError
+from vrex.errors import UsageError, output_file, output_folder
 
 __all__ = ["register"]
 
@@ -36,11 +36,15 @@ def _override(text: str) -> tuple[str, object]:
 def _cmd_perf(args) -> int:
     from vrex.paths import build_dir
 
-    from .inputs import default_figures_path, read_figures_json, read_golden_json
+    from .figures_input import read_figures_json
+    from .golden_input import read_golden_jsons
+    from .inputs import default_figures_path
     from .report import comparison_rows, render_text, to_json
     from .sweep import evaluate
 
     cfg = load_config_arg(args)
+    json_out = output_file(args.json, "--json") if args.json else None
+    plot_dir = output_folder(args.plot, "--plot") if args.plot else None
     overrides = dict(_override(t) for t in args.set or [])
     if args.batches:
         overrides["perf.batches"] = _int_list(args.batches, "--batches")
@@ -48,15 +52,27 @@ def _cmd_perf(args) -> int:
         overrides["perf.kv_sizes"] = _int_list(args.kv_sizes, "--kv-sizes")
     if overrides:
         cfg = cfg.with_overrides(overrides, source="command line")
-    measured = read_golden_json(args.golden_json) if args.golden_json else None
+    measured = read_golden_jsons(args.golden_json) if args.golden_json else None
     figures_path = None if args.no_figures else (args.figures or default_figures_path())
     figures = read_figures_json(figures_path) if figures_path else None
+    if args.sweep:
+        from .design_sweep import run_sweep_cli
 
-    ev = evaluate(cfg, measured, figures)
+        return run_sweep_cli(args.sweep, cfg, measured, figures, strict=args.strict,
+                             out_dir=Path(args.plot) if args.plot else None, plot=not args.no_plot)
+    if args.results:
+        from .results import write_results
+
+        path = write_results(args.results, measured=measured, figures=figures, strict=args.strict)
+        print(f"wrote {path}")
+        return 0
+
+    ev = evaluate(cfg, measured, figures, strict=args.strict)
     rows = comparison_rows(ev)
     print(render_text(ev, rows), end="")
-    out_dir = Path(args.plot) if args.plot else build_dir("perf", f"{cfg.name}-{cfg.hash()}")
+    out_dir = plot_dir or build_dir("perf", f"{cfg.name}-{cfg.hash()}")
     record = to_json(ev, rows)
+    paths = []
     if not args.no_plot:
         from .plots import write_plots
 
@@ -65,11 +81,10 @@ def _cmd_perf(args) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     text = json.dumps(record, indent=1) + "\n"
     (out_dir / "perf.json").write_text(text)
-    print(f"json: {out_dir / 'perf.json'}")
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(text)
-        print(f"json: {args.json}")
+    if json_out:
+        json_out.write_text(text)
+    print(f"perf: config {cfg.name} (hash {cfg.hash()}), {len(rows)} comparison rows; JSON {out_dir / 'perf.json'}"
+          + (f" and {json_out}" if json_out else "") + (f", {len(paths)} plots in {out_dir}" if paths else ""))
     return 0
 
 
@@ -87,9 +102,17 @@ def register(sub) -> None:
     p.add_argument("--plot", metavar="DIR",
                    help="folder for the plots and perf.json (default: build/perf/<config>-<hash>)")
     p.add_argument("--no-plot", action="store_true", help="skip the plots")
-    p.add_argument("--golden-json", metavar="F",
-                   help="retrieval ratios measured by the golden model (`vrex golden --json`) instead of Table II")
-    p.add_argument("--figures", metavar="F",
+    p.add_argument("--golden-json", metavar="F", nargs="+", action="extend",
+                   help="golden-model reports (`vrex golden --json`): measured retrieval ratios instead of Table II "
+                        "(several session lengths: a fit, perf.ratio_fit), cluster sizes and KVMU traffic")
+    p.add_argument("--strict", action="store_true",
+                   help="refuse a golden or figures JSON made with another config (default: warn and use it)")
+    p.add_argument("--sweep", metavar="SPEC",
+                   help="design sweep (YAML spec or a built-in name, e.g. perf-edge-40k): FPS, energy and power per "
+                        "point, Pareto plot; see docs/perf.md")
+    p.add_argument("--results", metavar="OUT.md",
+                   help="regenerate the results document (edge, server, closure, validation, sweep) into OUT.md")
+    p.add_argument("--figures", "--figures-json", dest="figures", metavar="F",
                    help="DRE cycle and power figures (`vrex report`); default: build/report/figures.json if present")
     p.add_argument("--no-figures", action="store_true", help="ignore build/report/figures.json; use the formulas")
     p.add_argument("--batches", metavar="B,...", help="override perf.batches, e.g. 1,4,8,16")

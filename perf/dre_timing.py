@@ -17,7 +17,9 @@ Each V-Rex core has its own DRE, and the contexts (stream, KV head) of a layer a
 DRE time of a layer is the total cycles / (cores · clock).
 
 Energy: one HCU code comparison and one WTU score visit (one lane for one cycle) cost ``P / (lanes · f)`` with P
-the unit's power at full activity: Table III (per-op values in ``perf.energy``) or the figures' scaled power.
+the unit's power at full activity: Table III (per-op values in ``perf.energy``) or the figures' scaled power. The
+KVMU moves ``bytes_per_cycle`` (× bus utilisation) per core and cycle when the figures give it (its transfers are
+then bounded by cores × that rate × clock) and costs ``P / (bytes_per_cycle · f)`` per byte moved.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .inputs import DREFigures
+from .figures_input import Figures
 
 __all__ = ["DRETiming", "dre_timing"]
 
@@ -42,6 +44,8 @@ class DRETiming:
     wtu_pj_per_score: float
     cycles_source: str
     power_source: str
+    kvmu_pj_per_byte: float = 0.0
+    kvmu_bytes_per_s: float | None = None     # all cores' KVMUs together; None = not bounded
 
     def hcu_cycles(self, cfg, tokens: float, n_open: int) -> float:
         """Cycles for ``tokens`` tokens, each compared with ``n_open`` open clusters."""
@@ -67,7 +71,7 @@ def _pj_per_lane_cycle(power_mw: float, lanes: int, clock_mhz: float) -> float:
     return power_mw * 1e-3 / (lanes * clock_mhz * 1e6) * 1e12
 
 
-def dre_timing(cfg, figures: DREFigures | None = None) -> DRETiming:
+def dre_timing(cfg, figures: Figures | None = None) -> DRETiming:
     """The DRE timing and energy model for ``cfg``, from ``figures`` where it has the values."""
     p, e = cfg.perf, cfg.perf.energy
     f = figures
@@ -97,7 +101,18 @@ def dre_timing(cfg, figures: DREFigures | None = None) -> DRETiming:
         power.append(f"WTU power {f.wtu_power_mw:g} mW from {f.path}")
     else:
         power.append("WTU energy from paper Table III")
-    power.append("KVMU energy from paper Table III")
+    kvmu_pj, kvmu_rate = e.kvmu_pj_per_byte, None
+    rate = f.kvmu_rate_bytes_per_cycle if f is not None else None
+    if rate is not None:
+        kvmu_rate = rate * cfg.system.cores * cfg.system.clock_mhz * 1e6
+        parts.append(f"KVMU {rate:g} B/cycle per core from {f.path}")
+    else:
+        parts.append("KVMU rate not bounded (no KVMU figures)")
+    if f is not None and f.kvmu_power_mw is not None and f.kvmu_bytes_per_cycle:
+        kvmu_pj = _pj_per_lane_cycle(f.kvmu_power_mw, f.kvmu_bytes_per_cycle, f.kvmu_clock_mhz or target_clock)
+        power.append(f"KVMU power {f.kvmu_power_mw:g} mW from {f.path}")
+    else:
+        power.append("KVMU energy from paper Table III")
     per_pass = f.wtu_per_pass_overhead if wtu_measured else 0.0
     return DRETiming(hcu[0], hcu[1], wtu[0], wtu[1], passes, per_pass, hcu_pj, wtu_pj, "; ".join(parts),
-                     "; ".join(power))
+                     "; ".join(power), kvmu_pj, kvmu_rate)

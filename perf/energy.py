@@ -1,9 +1,10 @@
 """Energy of a step as a sum of named parts; each part is a count times a per-unit energy (docs/perf.md).
 
-V-Rex: DPE (MACs × ``dpe_pj_per_mac``), VPE (operations × ``vpe_pj_per_op``), SRAM (bytes × ``sram_pj_per_byte``),
-HCU (code comparisons), WTU (score visits), KVMU (bytes it moves), DRAM (bytes × 8 × pJ/bit), link (bytes moved ×
-lanes × W per lane / link bandwidth: "3 W per lane at full load"), offload tier (bytes read / written × pJ/B) and
-static power × latency.
+V-Rex: DPE (MACs × ``dpe_pj_per_mac``), VPE (operations × ``vpe_pj_per_op``) (both Table III, or the figures'
+DPE / VPE SAIF power: ``vrex.perf.platforms``), SRAM (bytes × ``sram_pj_per_byte``), HCU (code comparisons), WTU
+(score visits), KVMU (bytes it moves; Table III or figures: ``vrex.perf.dre_timing``), DRAM (bytes × 8 × pJ/bit),
+link (bytes moved × lanes × W per lane / link bandwidth: "3 W per lane at full load"), offload tier (bytes read /
+written × pJ/B) and static power × latency.
 
 GPU: compute (``power_w − idle_w − memory power at peak`` × the time kernels run: the SMs stay clocked and issuing
 during memory-bound kernels, which is why GPUs draw most of their board power in memory-bound decoding), DRAM, link
@@ -66,12 +67,12 @@ def step_energy(cfg, platform, counters: Counters, latency: float, dre=None) -> 
     dram_j = dram_bytes * 8 * platform.dram_pj_per_bit * pj
     if platform.kind == "vrex":
         return {
-            "dpe": w.matmul_flops / 2 * e.dpe_pj_per_mac * pj,
-            "vpe": w.vector_ops * e.vpe_pj_per_op * pj,
-            "sram": w.sram_bytes * e.sram_pj_per_byte * pj,
+            "dpe": w.matmul_flops / 2 * platform.dpe_pj_per_mac * pj,
+            "vpe": w.vector_ops * platform.vpe_pj_per_op * pj,
+            "sram": w.sram_bytes * platform.sram_pj_per_byte * pj,
             "hcu": c.hcu_compares * dre.hcu_pj_per_compare * pj,
             "wtu": c.wtu_visits * dre.wtu_pj_per_score * pj,
-            "kvmu": moved * e.kvmu_pj_per_byte * pj,
+            "kvmu": moved * dre.kvmu_pj_per_byte * pj,
             "dram": dram_j,
             "link": link_j,
             "offload": offload_j,

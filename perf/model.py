@@ -14,7 +14,11 @@ selected KV of layer t over the link (``offload`` resource), and ``attn[t]`` wai
   transfer overlaps layer l's attention and FFN. Layer 0 has no previous layer; it predicts for itself.
 - ``serial``: t = l; prediction and transfer of a layer sit between its QKV generation and its attention.
 
-``evict[l]`` writes the KV pushed out of the recent window to the offload tier after the layer's fetches. The
+Where each stream's KV lives is the system's device tier (``vrex.perf.memory``): the sinks and recent window, then
+the newest older KV up to the capacity, the rest in the host tier. A step selects ``ratio × candidates`` of the
+older tokens; the host-tier share of that selection is fetched (``fetch[t]``), the rest is read from device DRAM by
+attention. ``evict[l]`` writes the KV pushed out of the full device tier to the host tier after the layer's
+fetches; a cache that fits evicts and fetches nothing. The
 vision tower runs before layer 0 of a frame step, the LM head after the last layer. The latency of the step is
 the timeline's makespan; the critical path splits it into exposed time per category (vision, llm, prediction,
 retrieval, eviction).
@@ -29,6 +33,7 @@ from dataclasses import dataclass, field
 
 from .dre_timing import DRETiming
 from .energy import Counters, step_energy
+from .memory import DeviceTier, gpu_tier, vrex_tier, window_tier
 from .platforms import Platform, gpu_platform, vrex_platform
 from .policies import Policy, clustering_prediction, gpu_work, selection_prediction
 from .timeline import Timeline
@@ -47,21 +52,27 @@ class System:
     policy: Policy
     layout: str
     overlap: str
+    tier: DeviceTier = field(default_factory=window_tier)
+    kvmu_runs: dict = field(default_factory=dict)    # stage -> (token slices per command, moved per payload byte)
 
 
 def vrex_system(cfg, pols: dict[str, Policy], *, layout: str | None = None, key: str = "vrex",
-                label: str | None = None) -> System:
-    """V-Rex running ReSV with its DRE; layout from ``dre.kvmu.layout`` unless given."""
+                label: str | None = None, figures=None, kvmu=None) -> System:
+    """V-Rex running ReSV with its DRE; layout from ``dre.kvmu.layout`` unless given; measured LXE figures and KVMU
+    traffic (``vrex.perf.golden_input.KVMUTraffic``) where given."""
     if layout is None:
         layout = "cluster_contiguous" if cfg.dre.kvmu.layout == "cluster_contiguous" else "token_scattered"
-    plat = vrex_platform(cfg)
-    return System(key, label or f"{plat.name} + ReSV", plat, pols["resv"], layout, cfg.perf.overlap)
+    plat = vrex_platform(cfg, figures)
+    runs = {st: kvmu.run(st) for st in ("frame", "text") if kvmu is not None and kvmu.run(st)}
+    return System(key, label or f"{plat.name} + ReSV", plat, pols["resv"], layout, cfg.perf.overlap, vrex_tier(cfg),
+                  runs)
 
 
 def gpu_system(cfg, pols: dict[str, Policy], policy: str) -> System:
     plat = gpu_platform(cfg)
     pol = pols[policy]
-    return System(f"gpu:{policy}", f"{plat.name} + {pol.label}", plat, pol, pol.gpu_layout, cfg.perf.overlap)
+    return System(f"gpu:{policy}", f"{plat.name} + {pol.label}", plat, pol, pol.gpu_layout, cfg.perf.overlap,
+                  gpu_tier(cfg))
 
 
 @dataclass
@@ -78,7 +89,9 @@ class StepResult:
     weight_floor: float = 0.0      # weights streamed / peak DRAM bandwidth
     compute_floor: float = 0.0     # matrix / matrix peak + vector / vector peak
     link_floor: float = 0.0        # fetched payload / peak link bandwidth
+    dram_floor: float = 0.0        # every device-DRAM byte of the step's tasks / peak DRAM bandwidth
     busy_by_category: dict = field(default_factory=dict)
+    geometry: object = None        # the KVGeometry of the step
 
     @property
     def energy_total(self) -> float:
@@ -95,8 +108,16 @@ class StepResult:
                 "energy_j": self.energy_total, "energy_per_stream_j": self.energy_total / self.step.batch,
                 "energy_parts_j": self.energy, "exposed_s": self.exposed, "busy_s": self.busy,
                 "busy_by_category_s": self.busy_by_category,
-                "floors_s": {"weights": self.weight_floor, "compute": self.compute_floor, "link": self.link_floor},
-                "counters": self.counters.as_dict()}
+                "floors_s": {"weights": self.weight_floor, "compute": self.compute_floor, "link": self.link_floor,
+                             "dram": self.dram_floor},
+                "kv_tier": _tier_dict(self.geometry), "counters": self.counters.as_dict()}
+
+
+def _tier_dict(g) -> dict:
+    if g is None:
+        return {}
+    return {"window_tokens": g.window, "candidate_tokens": g.candidates, "device_older_tokens": g.device_old,
+            "host_tokens": g.host}
 
 
 def _split_kernels(total: int) -> tuple[int, int, int]:
@@ -108,8 +129,8 @@ def simulate_step(cfg, system: System, step: Step, dre: DRETiming) -> StepResult
     """Build the step's task timeline on ``system`` (see the module notes) and account its time and energy."""
     plat, pol = system.platform, system.policy
     m, layers = cfg.model, cfg.model.layers
-    geom = KVGeometry.of(cfg, step.kv_tokens)
-    link = Link.of(cfg, plat)
+    geom = KVGeometry.of(cfg, step.kv_tokens, system.tier, step.batch)
+    link = Link.of(cfg, plat, dre.kvmu_bytes_per_s if plat.has_dre else None)
     tl, cnt = Timeline(), Counters()
     gpu = plat.kind == "gpu"
     k_qkv, k_attn, k_ffn = _split_kernels(plat.llm_kernels_per_layer) if gpu else (0, 0, 0)
@@ -123,7 +144,7 @@ def simulate_step(cfg, system: System, step: Step, dre: DRETiming) -> StepResult
     def ratio(layer: int) -> float:
         if pol.predictor == "cluster_hash" and layer < cfg.resv.dense_layers:
             return 1.0
-        return pol.ratio(step.stage)
+        return pol.ratio(step.stage, geom.candidates)
 
     # regions of one layer: (K or V) x KV head of head slices; ReKV's blocks hold all heads per (K or V)
     if system.layout == "block_contiguous":
@@ -153,8 +174,10 @@ def simulate_step(cfg, system: System, step: Step, dre: DRETiming) -> StepResult
                 gate = compute(f"score{target}", "prediction", sel_gpu, [after])
         r = ratio(target)
         if r not in reads:
-            reads[r] = read_transfer(link, system.layout, offloaded=geom.offloaded, selected=r * geom.offloaded * reuse,
-                                     regions=regions * step.batch, slice_bytes=slice_bytes, run_tokens=run)
+            measured = system.kvmu_runs.get(step.stage) if system.layout == "cluster_contiguous" else None
+            reads[r] = read_transfer(link, system.layout, offloaded=geom.host, selected=r * geom.host * reuse,
+                                     regions=regions * step.batch, slice_bytes=slice_bytes, run_tokens=run,
+                                     measured_run=measured)
         tr = reads[r]
         cnt.read = cnt.read + tr
         fetched[target] = tl.add(f"fetch{target}", "retrieval", "offload", tr.seconds, [gate])
@@ -190,7 +213,7 @@ def simulate_step(cfg, system: System, step: Step, dre: DRETiming) -> StepResult
                 predict_and_fetch(layer + 1, qkv)
         r = ratio(layer)
         if r not in attn_w:
-            attended = geom.resident + r * geom.offloaded + step.tokens
+            attended = geom.window + r * geom.candidates + step.tokens
             attn_w[r] = attention_work(cfg, step, attended).with_kernels(k_attn)
         attn = compute(f"attn{layer}", "llm", attn_w[r], [qkv, fetched[layer]])
         prev = compute(f"ffn{layer}", "llm", ffn_w, [attn])
@@ -205,4 +228,5 @@ def simulate_step(cfg, system: System, step: Step, dre: DRETiming) -> StepResult
         system.key, step, latency, tl.exposed(), tl.busy(), step_energy(cfg, plat, cnt, latency, dre), cnt,
         weight_floor=w.weight_bytes / plat.dram_bw,
         compute_floor=w.matmul_flops / plat.matmul_peak + w.vector_ops / plat.vector_peak,
-        link_floor=cnt.read.payload / plat.link_bw, busy_by_category=tl.busy_by_category())
+        link_floor=cnt.read.payload / plat.link_bw, dram_floor=w.dram_bytes / plat.dram_bw,
+        busy_by_category=tl.busy_by_category(), geometry=geom)

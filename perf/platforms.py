@@ -20,7 +20,9 @@ from typing import Literal
 
 from .workload import Work
 
-__all__ = ["Platform", "vrex_platform", "gpu_platform"]
+__all__ = ["Platform", "vrex_platform", "gpu_platform", "TABLE_III_CORE_MW"]
+
+TABLE_III_CORE_MW = 2609.43     # paper Table III: one V-Rex core at 14 nm, 0.8 V, 800 MHz
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,10 @@ class Platform:
     compute_power_w: float = 0.0   # GPU: compute units fully busy
     static_w: float = 0.0          # drawn for the whole latency
     dram_pj_per_bit: float = 0.0
+    dpe_pj_per_mac: float = 0.0    # V-Rex: per-operation energies (Table III or the figures' SAIF power)
+    vpe_pj_per_op: float = 0.0
+    sram_pj_per_byte: float = 0.0
+    sources: tuple = ()            # (what, where it came from) of the values that can be measured
 
     @property
     def has_dre(self) -> bool:
@@ -73,17 +79,56 @@ class Platform:
         return max(self.compute_busy(w), self.memory_busy(w), w.kernels * self.launch_s)
 
 
-def vrex_platform(cfg) -> Platform:
-    s, lxe, v = cfg.system, cfg.lxe, cfg.perf.vrex
+def vrex_platform(cfg, figures=None) -> Platform:
+    """V-Rex from the config; DPE/VPE efficiencies (LXE cycles) and per-operation energies (SAIF power of the DPE
+    and VPE) from ``figures`` where it has them."""
+    s, lxe, v, e = cfg.system, cfg.lxe, cfg.perf.vrex, cfg.perf.energy
     f = s.clock_mhz * 1e6
+    fig = figures
+    src = []
+
+    def measured(value, what, fallback, fallback_src):
+        if value is not None:
+            src.append((what, f"measured ({fig.path})"))
+            return value
+        src.append((what, fallback_src))
+        return fallback
+
+    dpe_eff = measured(fig.dpe_efficiency if fig else None, "DPE efficiency", v.dpe_efficiency,
+                       "assumed (perf.vrex.dpe_efficiency)")
+    vpe_eff = measured(fig.vpe_efficiency if fig else None, "VPE efficiency", v.vpe_efficiency,
+                       "assumed (perf.vrex.vpe_efficiency)")
+    target = cfg.technology.target_clock_mhz * 1e6
+    # without per-engine power, a measured core power scales Table III's LXE energies by core / Table III total
+    scale = fig.core_power_mw / TABLE_III_CORE_MW if fig is not None and fig.core_power_mw else None
+    dpe_pj = measured(_pj(fig.dpe_power_mw, lxe.macs_per_cycle, fig.dpe_clock_mhz, target) if fig else None,
+                      "DPE energy", e.dpe_pj_per_mac * (scale or 1.0),
+                      f"core power {fig.core_power_mw:g} mW ({fig.path}) × Table III's DPE energy" if scale else
+                      "paper Table III (perf.energy.dpe_pj_per_mac)")
+    vpe_pj = measured(_pj(fig.vpe_power_mw, lxe.vpe_units * lxe.vpe_lanes, fig.vpe_clock_mhz, target) if fig
+                      else None, "VPE energy", e.vpe_pj_per_op * (scale or 1.0),
+                      f"core power {fig.core_power_mw:g} mW ({fig.path}) × Table III's VPE energy" if scale else
+                      "paper Table III (perf.energy.vpe_pj_per_op)")
+    sram_pj = e.sram_pj_per_byte * (scale or 1.0)
+    src.append(("SRAM energy", f"core power {fig.core_power_mw:g} mW ({fig.path}) × Table III's SRAM energy" if scale
+                else "paper Table III (perf.energy.sram_pj_per_byte)"))
     return Platform(
         name=s.name, kind="vrex",
-        matmul_peak=2 * s.cores * lxe.macs_per_cycle * f, matmul_eff=v.dpe_efficiency,
-        vector_peak=s.cores * lxe.vpe_units * lxe.vpe_lanes * f, vector_eff=v.vpe_efficiency,
+        matmul_peak=2 * s.cores * lxe.macs_per_cycle * f, matmul_eff=dpe_eff,
+        vector_peak=s.cores * lxe.vpe_units * lxe.vpe_lanes * f, vector_eff=vpe_eff,
         irregular_eff=1.0,
         dram_bw=s.dram.bandwidth_gbs * 1e9, dram_eff=v.dram_efficiency,
         link_bw=s.link.bandwidth_gbs * 1e9, link_eff=v.link_efficiency, link_lanes=s.link.lanes,
-        cores=s.cores, clock_hz=f, static_w=cfg.perf.energy.static_w, dram_pj_per_bit=cfg.perf.energy.dram_pj_per_bit)
+        cores=s.cores, clock_hz=f, static_w=cfg.perf.energy.static_w, dram_pj_per_bit=cfg.perf.energy.dram_pj_per_bit,
+        dpe_pj_per_mac=dpe_pj, vpe_pj_per_op=vpe_pj, sram_pj_per_byte=sram_pj, sources=tuple(src))
+
+
+def _pj(power_mw, units, clock_mhz, default_hz) -> float | None:
+    """pJ per unit-operation of an engine of ``units`` parallel units at full activity, or None."""
+    if power_mw is None:
+        return None
+    hz = clock_mhz * 1e6 if clock_mhz else default_hz
+    return power_mw * 1e-3 / (units * hz) * 1e12
 
 
 def gpu_platform(cfg) -> Platform:

@@ -3,10 +3,14 @@ and Fig. 18 (roofline) analogues, as PNG files."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
+from .memory import window_tier
+from .model import simulate_step
 from .report import comparison_rows, kv_label
 from .sweep import Evaluation, session_weights
+from .workload import frame_step
 
 __all__ = ["write_plots", "PLOT_FILES"]
 
@@ -40,6 +44,9 @@ def _latency_fps(ev: Evaluation, rows: dict, path: Path, plt) -> None:
             ax_l.plot(kvs, [p.frame[key].latency * 1e3 for p in pts], label=label, **style)
             ax_f.plot(kvs, [p.frame[key].throughput for p in pts], label=label, **style)
             ax_t.plot(kvs, [p.decode[key].latency * 1e3 for p in pts], label=label, **style)
+        window = dataclasses.replace(ev.systems["vrex"], tier=window_tier())
+        ax_l.plot(kvs, [simulate_step(cfg, window, frame_step(cfg, p.kv, b), ev.dre).latency * 1e3 for p in pts],
+                  color="C0", linestyle=":", linewidth=1.5, label=f"{ev.systems['vrex'].label}, window only in DRAM")
         paper = rows["paper"].get("frame_latency_ms", {}).get(b)
         if paper:
             xs = [k / 1024 for k in paper]
@@ -58,6 +65,8 @@ def _latency_fps(ev: Evaluation, rows: dict, path: Path, plt) -> None:
         for ax in (ax_l, ax_f, ax_t):
             ax.grid(True, which="both", alpha=0.3)
         ax_f.legend(fontsize=7, loc="upper right")
+        own = [(h, lab) for h, lab in zip(*ax_l.get_legend_handles_labels()) if "window only" in lab or "paper" in lab]
+        ax_l.legend(*zip(*own), fontsize=7, loc="upper left")
         handles = [(h, lab) for h, lab in zip(*ax_t.get_legend_handles_labels()) if lab.startswith("paper")]
         if handles:
             ax_t.legend(*zip(*handles), fontsize=7, loc="center right")

@@ -8,9 +8,11 @@
 | ReKV | 58.4% / 31.2% | mean query × one mean key per block (frame), top-k blocks per layer | ``block_contiguous`` |
 | ReSV | 32.7% / 2.5% | hash + Hamming clustering; Q × Key_cluster; WiCSum | V-Rex: ``dre.kvmu.layout``; GPU: scattered |
 
-A retrieval ratio is the fraction of the *offloaded* tokens a step fetches (docs/decisions.md Q8); resident tokens
-(the recent window and sinks) and the current tokens are always attended. Ratios come from the config (defaults =
-Table II) or, per policy and stage, from a golden-model JSON.
+A retrieval ratio is the fraction of the retrieval *candidates* (tokens older than the sinks and recent window) a
+step selects (docs/decisions.md Q8); the window and the current tokens are always attended. Selected candidates
+still in device DRAM are read there, the others cross the link (``vrex.perf.memory``). Ratios come from the config
+(defaults = Table II) or, per policy and stage, from golden-model JSONs: one report gives a constant, several
+reports at different session lengths a fit in the number of candidates (``vrex.perf.ratios``, ``perf.ratio_fit``).
 
 A prediction is split into the work on the main compute engine (projections and scoring, reading representatives
 from DRAM) and the data-dependent part (clustering compares, thresholding / top-k rows). On V-Rex the
@@ -22,11 +24,13 @@ one kernel launch per token.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Literal
 
-from .inputs import MeasuredRatios
+from .golden_input import MeasuredRatios
+from .ratios import RatioFit, fit_ratio
 from .workload import KVGeometry, Step, Work
 
 __all__ = ["Policy", "Prediction", "BASELINES", "policies", "clustering_prediction",
@@ -46,12 +50,19 @@ class Policy:
     source: str
     partial_ratio: float = 1.0
     block_tokens: int = 1
+    frame_fit: RatioFit | None = None
+    text_fit: RatioFit | None = None
+    tokens_per_cluster: float | None = None     # ReSV: measured mean cluster size (None: perf.tokens_per_cluster)
 
     @property
     def label(self) -> str:
         return LABELS[self.name]
 
-    def ratio(self, stage: str) -> float:
+    def ratio(self, stage: str, candidates: float | None = None) -> float:
+        """The ratio of ``stage``; from the measured fit at ``candidates`` tokens per stream when there is one."""
+        fit = self.frame_fit if stage == "frame" else self.text_fit
+        if fit is not None and candidates is not None:
+            return fit(candidates)
         return self.frame_ratio if stage == "frame" else self.text_ratio
 
 
@@ -72,14 +83,31 @@ def policies(cfg, measured: MeasuredRatios | None = None) -> dict[str, Policy]:
     for name, (fr, tr, predictor, layout, extra) in base.items():
         given = "full fetch" if name == "flexgen" else "config (paper Table II)"
         src = {"frame": given, "text": given}
+        fits = {"frame": None, "text": None}
         if measured is not None:
-            if measured.get(name, "frame") is not None:
-                fr, src["frame"] = measured.get(name, "frame"), f"measured ({measured.path})"
-            if measured.get(name, "text") is not None:
-                tr, src["text"] = measured.get(name, "text"), f"measured ({measured.path})"
+            for stage in ("frame", "text"):
+                pts = measured.points(name, stage)
+                if not pts:
+                    continue
+                fit = _fit(pts, p.ratio_fit, measured.sources(name, stage))
+                fits[stage] = fit
+                src[stage] = f"measured ({', '.join(measured.sources(name, stage))}; {fit.form})"
+            fr = fits["frame"].a if fits["frame"] is not None and fits["frame"].form == "constant" else fr
+            tr = fits["text"].a if fits["text"] is not None and fits["text"].form == "constant" else tr
         source = src["frame"] if src["frame"] == src["text"] else f"frame {src['frame']}, text {src['text']}"
-        out[name] = Policy(name, fr, tr, predictor, layout, source, **extra)
+        out[name] = Policy(name, fr, tr, predictor, layout, source, frame_fit=fits["frame"], text_fit=fits["text"],
+                           **extra)
+    tpc = measured.tokens_per_cluster() if measured is not None else None
+    if tpc is not None:
+        out["resv"] = dataclasses.replace(out["resv"], tokens_per_cluster=tpc[0])
     return out
+
+
+def _fit(points, form: str, sources) -> RatioFit:
+    """A fit through (n, r) points; points without a length make the fit a constant (their mean with the rest)."""
+    if any(n is None for n, _ in points):
+        return fit_ratio([(1.0, r) for _, r in points], "constant", sources)
+    return fit_ratio(points, form, sources)
 
 
 # ---- prediction demand --------------------------------------------------------------------------------------------
@@ -102,14 +130,19 @@ class Prediction:
                 and not self.sequential_steps)
 
 
-def clusters_per_context(cfg, kv_tokens: int) -> int:
-    """Clusters one row scores: the context's share of the KV cache at ``perf.tokens_per_cluster`` tokens each."""
-    return math.ceil(kv_tokens / cfg.perf.tokens_per_cluster) if kv_tokens else 0
+def _tokens_per_cluster(cfg, policy: Policy | None) -> float:
+    return policy.tokens_per_cluster if policy is not None and policy.tokens_per_cluster else cfg.perf.tokens_per_cluster
 
 
-def n_open_clusters(cfg, geom: KVGeometry) -> int:
+def clusters_per_context(cfg, kv_tokens: int, policy: Policy | None = None) -> int:
+    """Clusters one row scores: the context's share of the KV cache at the mean cluster size (measured by the
+    golden model when given, else ``perf.tokens_per_cluster``)."""
+    return math.ceil(kv_tokens / _tokens_per_cluster(cfg, policy)) if kv_tokens else 0
+
+
+def n_open_clusters(cfg, geom: KVGeometry, policy: Policy | None = None) -> int:
     """Open clusters a new token is compared with: those of the recent window, bounded by the HCU capacity."""
-    return min(cfg.hcu_capacity, math.ceil(geom.resident / cfg.perf.tokens_per_cluster))
+    return min(cfg.hcu_capacity, math.ceil(geom.window / _tokens_per_cluster(cfg, policy)))
 
 
 def _contexts(cfg) -> int:
@@ -127,17 +160,17 @@ def clustering_prediction(cfg, policy: Policy, step: Step, geom: KVGeometry) -> 
     compute = (Work(matmul_flops=2 * t * m.kv_heads * m.head_dim * bits,
                     vector_ops=t * m.kv_heads * (bits + m.head_dim))
                + Work(dram_bytes=hyperplanes + mean_update, sram_bytes=2 * (hyperplanes + mean_update)))
-    return Prediction(compute, cluster_tokens=t * _contexts(cfg), cluster_open=n_open_clusters(cfg, geom),
+    return Prediction(compute, cluster_tokens=t * _contexts(cfg), cluster_open=n_open_clusters(cfg, geom, policy),
                       sequential_steps=step.tokens)
 
 
 def selection_prediction(cfg, policy: Policy, step: Step, geom: KVGeometry) -> Prediction:
-    """Score and select the offloaded KV of one target layer (nothing to do when nothing is offloaded)."""
-    if geom.offloaded <= 0 or policy.predictor == "none":
+    """Score and select the candidates of one target layer (nothing to do when every token is in the window)."""
+    if geom.candidates <= 0 or policy.predictor == "none":
         return Prediction()
     m, t, b, n = cfg.model, step.query_tokens, step.batch, geom.kv_tokens
     if policy.predictor == "cluster_hash":
-        c = clusters_per_context(cfg, n)
+        c = clusters_per_context(cfg, n, policy)
         reps = b * c * m.kv_heads * m.head_dim * m.kv_bytes      # Key_cluster of every context, from the HC table
         compute = (Work(matmul_flops=2 * t * m.query_heads * m.head_dim * c, vector_ops=2 * t * m.query_heads * c)
                    + Work(dram_bytes=reps, sram_bytes=2 * reps))

@@ -15,7 +15,7 @@ from .paper import paper_for
 from .policies import BASELINES, LABELS
 from .sweep import Evaluation, session_totals
 
-__all__ = ["comparison_rows", "render_text", "to_json", "floors", "kv_label"]
+__all__ = ["comparison_rows", "render_text", "to_json", "floors", "kv_label", "versions"]
 
 
 def kv_label(kv: int) -> str:
@@ -136,6 +136,11 @@ def comparison_rows(ev: Evaluation) -> dict:
             "roofline": roofline, "paper": paper}
 
 
+def _ratio_text(p, stage: str) -> str:
+    fit = p.frame_fit if stage == "frame" else p.text_fit
+    return f"{p.ratio(stage):.1%}" if fit is None or fit.form == "constant" else f"fit ({fit.form})"
+
+
 def render_text(ev: Evaluation, rows: dict | None = None) -> str:
     cfg = ev.cfg
     rows = rows or comparison_rows(ev)
@@ -146,16 +151,30 @@ def render_text(ev: Evaluation, rows: dict | None = None) -> str:
     L.append(f"vrex perf — config {cfg.name} (hash {cfg.hash()}): {vrex.label} vs {gpu} + "
              f"{{{', '.join(LABELS[b] for b in BASELINES)}}}, overlap {cfg.perf.overlap}, "
              f"offload tier {cfg.system.storage.kind} over {cfg.system.link.kind}")
-    ratio_src = ev.sources["ratios"]
     pols = {k: s.policy for k, s in ev.systems.items()}
     resv = pols["vrex"]
+    shown = [resv] + [pols["gpu:" + b] for b in BASELINES if b != "flexgen"]
     L.append("retrieval ratios (frame / text): " + "; ".join(
-        f"{p.label} {p.frame_ratio:.1%} / {p.text_ratio:.1%} [{ratio_src[p.name]}]"
-        for p in [resv] + [pols["gpu:" + b] for b in BASELINES if b != "flexgen"]) + "; FlexGen full fetch")
+        f"{p.label} {_ratio_text(p, 'frame')} / {_ratio_text(p, 'text')} [{p.source}]" for p in shown)
+        + "; FlexGen full fetch")
+    pols = {p.name: p for p in shown}
+    for name, p in pols.items():
+        for stage, fit in (("frame", p.frame_fit), ("text", p.text_fit)):
+            if fit is not None:
+                L.append(f"  {p.label} {stage} ratio fit ({cfg.perf.ratio_fit}): "
+                         f"{fit.describe(cfg.kv_candidates(max(cfg.perf.kv_sizes)))}")
+    L.append(f"device tier: {ev.sources['device_tier']}")
+    L.append(f"KVMU traffic: {ev.sources['kvmu_traffic']}; tokens per cluster: {ev.sources['tokens_per_cluster']}")
+    L.append(f"LXE: {ev.sources['lxe']}")
     L.append(f"DRE timing: {ev.sources['dre_cycles']}")
     L.append(f"DRE power: {ev.sources['dre_power']}")
+    for key in ("e2e_accuracy", "core_figures"):
+        if key in ev.sources:
+            L.append(f"{key.replace('_', ' ')}: {ev.sources[key]}")
     for n in ev.notes:
-        L.append(f"note: {n}")
+        L.append(n if n.startswith("warning:") else f"note: {n}")
+    L.append("assumed (nothing measures them in this run):")
+    L.extend(f"  - {a}" for a in ev.assumed)
     if not paper:
         L.append(f"paper columns: none (the paper reports V-Rex8 and V-Rex48 running llama-3-8b; this config is "
                  f"{cfg.system.name} running {cfg.model.name})")
@@ -230,7 +249,7 @@ def render_text(ev: Evaluation, rows: dict | None = None) -> str:
     return "\n".join(L) + "\n"
 
 
-def _versions() -> dict:
+def versions() -> dict:
     packages = ("vrex", "numpy", "matplotlib", "pyyaml")
     return {"python": sys.version.split()[0], **{n: package_version(n) for n in packages}}
 
@@ -249,13 +268,21 @@ def to_json(ev: Evaluation, rows: dict | None = None) -> dict:
         points.append(entry)
     systems = {k: {"label": s.label, "platform": s.platform.name, "policy": s.policy.name, "layout": s.layout,
                    "overlap": s.overlap, "ratios": {"frame": s.policy.frame_ratio, "text": s.policy.text_ratio},
+                   "ratio_fits": {st: _fit_dict(f) for st, f in (("frame", s.policy.frame_fit),
+                                                                 ("text", s.policy.text_fit)) if f is not None},
+                   "device_tier": s.tier.describe(cfg, max(cfg.perf.batches)),
                    "peak_flops": s.platform.peak_flops, "dram_bw": s.platform.dram_bw, "link_bw": s.platform.link_bw}
                for k, s in ev.systems.items()}
-    return {"meta": {"config": cfg.name, "config_hash": cfg.hash(), "git": git_revision(), "versions": _versions(),
+    return {"meta": {"config": cfg.name, "config_hash": cfg.hash(), "git": git_revision(), "versions": versions(),
                      "model": "vrex.perf analytic timeline model (docs/perf.md)"},
-            "sources": ev.sources, "notes": ev.notes, "systems": systems, "floors": floors(ev),
+            "sources": ev.sources, "notes": ev.notes, "assumed": ev.assumed, "systems": systems, "floors": floors(ev),
             "points": points, "comparison": {k: v for k, v in rows.items() if k != "paper"},
             "paper": _plain(rows["paper"])}
+
+
+def _fit_dict(fit) -> dict:
+    return {"form": fit.form, "a": fit.a, "b": fit.b, "points": [list(p) for p in fit.points],
+            "residuals": list(fit.residuals), "sources": list(fit.sources)}
 
 
 def _plain(obj):

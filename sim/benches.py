@@ -11,13 +11,20 @@ import importlib
 
 from vrex.errors import UsageError
 
-__all__ = ["BENCH_MODULES", "bench_for", "cycles_for", "job_kind", "trace_jobs"]
+__all__ = ["BENCH_MODULES", "bench_for", "cycles_for", "job_kind", "trace_jobs", "trace_stimulus_for", "runs_itself"]
 
 BENCH_MODULES = {
     "hamming_lanes": "vrex.sim.hamming_lanes",
     "wtu": "vrex.sim.wtu",
     "hcu": "vrex.sim.hcu",
     "dre": "vrex.sim.dre",
+    "kvmu": "vrex.sim.kvmu",
+    "mac_tree": "vrex.sim.lxe.mac_tree",
+    "dpe": "vrex.sim.lxe.dpe",
+    "vpe": "vrex.sim.lxe.vpe",
+    "vpe_lane": "vrex.sim.lxe.vpe_lane",
+    "lxe": "vrex.sim.lxe.lxe",
+    "core": "vrex.sim.core",
 }
 
 
@@ -39,6 +46,15 @@ def cycles_for(component: str):
     return getattr(_module(component), "measure_cycles", None) if component in BENCH_MODULES else None
 
 
+def trace_stimulus_for(component: str):
+    """The bench's own ``trace_stimulus(cfg, kind)`` (real operand streams of a session), or None."""
+    return getattr(_module(component), "trace_stimulus", None) if component in BENCH_MODULES else None
+def runs_itself(component: str) -> bool:
+    """Whether the component's bench module runs its own cocotb test (``run_bench``: AXI ports) instead of a
+    StreamBench."""
+    return hasattr(_module(component), "run_bench")
+
+
 def job_kind(component: str):
     """Which recorded jobs the component's bench replays: "hcu", "wtu", "both" or None."""
     return getattr(_module(component), "JOB_KIND", None)
@@ -54,9 +70,18 @@ def trace_jobs(cfg, component: str, trace: str, *, frames=None, layers=None, see
     from vrex.golden.jobs import load_jobs, record_jobs, save_jobs
 
     kind = job_kind(component)
+    own = trace_stimulus_for(component)
+    if own is not None:
+        return own(cfg, trace, limit=max_jobs or 200)
     if kind is None:
         raise UsageError(f"component {component!r} takes random stimulus only; --trace applies to components that "
                          "replay recorded block jobs.")
+    if kind == "kvmu":
+        from vrex.golden.kvmu import session_jobs
+        from vrex.golden.traces import TraceOptions, make_trace
+
+        t = make_trace(cfg, trace, layers=layers, options=TraceOptions(frames=frames, seed=seed))
+        return session_jobs(cfg, t, layers=layers, max_jobs=max_jobs)
     if trace.endswith(".json") and Path(trace).is_file():
         hcu, wtu, _ = load_jobs(trace)
         if max_jobs is not None:

@@ -118,3 +118,40 @@ DRE_CASES = [
                                                    "dre.hcu.full_policy": "join_nearest",
                                                    "dre.hcu.bits_per_cycle": 1, "dre.counter_bits": 8}),
 ]
+
+
+# LXE (hdl/lxe): MAC trees of 4 to 64 inputs with shallow and deep pipelines, VPE lanes 1 to 16; tiny model shapes
+# (head_dim 16) unless the case is the edge core.
+LXE_CASES = [
+    Case("lxe-tiny", "tiny"),                                           # 4 trees x 8 inputs, cuts 4,5,8; 4 lanes
+    Case("tree4-cut1-lanes1", "tiny", {"lxe.dpe_inputs": 4, "lxe.mac_cuts": [1], "lxe.vpe_lanes": 1,
+                                       "lxe.dpe_trees": 2, "lxe.guard_bits": 3}),
+    Case("tree16-cuts-lanes8", "tiny", {"lxe.dpe_inputs": 16, "lxe.mac_cuts": [1, 5, 6, 8, 10], "lxe.vpe_lanes": 8,
+                                        "lxe.dpe_trees": 3, "lxe.acc_headroom_bits": 4}),
+    Case("tree32-deep-lanes16", "tiny", {"lxe.dpe_inputs": 32, "lxe.mac_cuts": [2, 4, 6, 7, 9, 11],
+                                         "lxe.vpe_lanes": 16, "lxe.dpe_trees": 2, "lxe.guard_bits": 12,
+                                         "lxe.sram_banks": 2, "lxe.sram_word_bits": 64}),
+    Case("tree64-edge", "edge"),                                        # the paper's core: 64 x 64, 64 lanes
+]
+__all__ += ["LXE_CASES"]
+# KVMU (hdl/kvmu): AXI data widths 64 to 512, narrow (8-beat) and wide (64/256-beat) bursts, coalescing off and on,
+# 1 to 8 outstanding bursts, frame and token eviction, sinks; every device capacity holds just the recent window plus
+# one step (89 to 120 tokens per context), so once the ring is full every frame evicts. Small tables keep the
+# memories of the bench (filled with a guard pattern) in the megabytes.
+_KVMU_SMALL = {"dre.kvmu.context_tokens": 512, "dre.kvmu.table_clusters": 256, "dre.kvmu.staging_bytes": 32768}
+KVMU_CASES = [
+    Case("kvmu-128b-evict-every-frame", "tiny", {**_KVMU_SMALL, "dre.kvmu.device_capacity_bytes": 32768 + 4 * 89 * 64}),
+    Case("kvmu-64b-narrow-gap", "tiny", {**_KVMU_SMALL, "dre.kvmu.axi_data_bits": 64, "dre.kvmu.dma_burst_bytes": 64,
+                                         "dre.kvmu.coalesce_gap_bytes": 128, "dre.kvmu.block_tokens": 8,
+                                         "dre.kvmu.max_outstanding": 4,
+                                         "dre.kvmu.device_capacity_bytes": 32768 + 4 * 120 * 64}),
+    Case("kvmu-512b-wide-token-sinks", "tiny", {**_KVMU_SMALL, "dre.kvmu.axi_data_bits": 512,
+                                                "dre.kvmu.eviction_granularity": "token", "resv.sink_tokens": 4,
+                                                "dre.kvmu.max_outstanding": 2, "dre.kvmu.buffer_bursts": 1,
+                                                "dre.kvmu.device_capacity_bytes": 32768 + 4 * 104 * 64}),
+    Case("kvmu-256b-gap-serial", "tiny", {**_KVMU_SMALL, "dre.kvmu.axi_data_bits": 256, "dre.kvmu.dma_burst_bytes": 256,
+                                          "dre.kvmu.coalesce_gap_bytes": 256, "dre.kvmu.max_outstanding": 1,
+                                          "dre.kvmu.block_tokens": 16,
+                                          "dre.kvmu.device_capacity_bytes": 32768 + 4 * 96 * 64}),
+]
+__all__ += ["KVMU_CASES"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from vrex.cli import add_config_option, load_config_arg
 
 __all__ = ["register"]
@@ -24,24 +26,65 @@ def _cmd_sim(args) -> int:
     bench = bench_for(args.component)(cfg, n=args.transactions, seed=args.seed, p_valid=1 - args.stall,
                                       p_ready=1 - args.stall, jobs=jobs)
     work = build_dir("sim", safe_name(f"cli-{args.component}-{cfg.hash()}-{args.sim}-{args.seed}"))
+    from .benches import runs_itself
+
+    if runs_itself(args.component):
+        return _run_own_bench(args, bench, work)
+    n_in = sum(len(v) for v in bench.inputs.values())
     if args.sim == "amaranth":
         from .amaranth_run import run_amaranth
 
-        result = run_amaranth(spec.build(cfg), bench, vcd_path=work / "dump.vcd" if args.waves else None)
+        _progress(f"running {n_in} input transactions on amaranth.sim")
+        vcd = work / "dump.vcd" if args.waves else None
+        result = run_amaranth(spec.build(cfg), bench, vcd_path=vcd)
+        if vcd:
+            result.extra["waves"] = str(vcd)
     else:
         from vrex.synth.verilog import emit
 
         from .runner import run_cocotb
 
-        result = run_cocotb(emit(args.component, cfg), bench, args.sim, work, waves=args.waves)
+        _progress(f"generating Verilog of {args.component} (config {cfg.name}, hash {cfg.hash()})")
+        emitted = emit(args.component, cfg)
+        _progress(f"building with {args.sim} (cached per config; the first Verilator build takes 5-60 s), then "
+                  f"running {n_in} input transactions")
+        result = run_cocotb(emitted, bench, args.sim, work, waves=args.waves)
     report = result.report(bench)
     n_out = sum(len(v) for v in bench.expected.values())
+    waves = result.extra.get("waves")
+    if args.waves:
+        print(f"waveforms: {waves} (open it with gtkwave or surfer)" if waves else
+              "waveforms: none were written (see the simulator log in the work folder)")
     if report:
         print(report)
         print(f"FAIL: {args.component} on {args.sim} (work folder {work})")
         return 1
     print(f"PASS: {args.component} on {result.simulator}: {n_out} output transactions match the golden model "
           f"in {result.cycles} cycles (seed {args.seed}, stall probability {args.stall}); work folder {work}")
+    return 0
+
+
+def _progress(what: str) -> None:
+    print(f"sim: {what} ...", file=sys.stderr, flush=True)
+def _run_own_bench(args, bench, work) -> int:
+    """A bench with AXI ports (the KVMU): cocotb with cocotbext-axi memory models, compared job by job."""
+    from vrex.errors import UsageError
+    from vrex.synth.verilog import emit
+
+    from .benches import _module
+
+    if args.sim == "amaranth":
+        raise UsageError(f"the {args.component} bench needs cocotb's AXI memory models; use --sim verilator or icarus.")
+    cfg = load_config_arg(args)
+    result = _module(args.component).run_bench(emit(args.component, cfg), bench, args.sim, work, waves=args.waves)
+    report = bench.report(result)
+    if report:
+        print(report)
+        print(f"FAIL: {args.component} on {args.sim} (work folder {work})")
+        return 1
+    print(f"PASS: {args.component} on {args.sim}: {len(bench.jobs)} jobs (responses, AXI bursts of every port, memory "
+          f"images) match the golden model in {result['cycles']} cycles ({result['cycles'] / max(result['sim_seconds'], 1e-9):.0f} "
+          f"cycles/s, seed {args.seed}, stall probability {args.stall}); work folder {work}")
     return 0
 
 
@@ -64,5 +107,7 @@ def register(sub) -> None:
                         "or real-video trace (or a user trace file), or a saved jobs JSON file")
     s.add_argument("--frames", type=int, metavar="N", help="with --trace: frames of the session (default: the "
                                                             "golden model's default)")
-    s.add_argument("--waves", action="store_true", help="write waveforms into the work folder")
+    s.add_argument("--waves", action="store_true",
+                   help="write waveforms into the work folder (build/sim/...): dump.fst with Verilator, dump.vcd with "
+                        "Icarus or amaranth.sim; signal names are the design's Amaranth names")
     s.set_defaults(func=_cmd_sim)

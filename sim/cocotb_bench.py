@@ -12,14 +12,8 @@ from cocotb.clock import Clock
 from cocotb.triggers import ReadOnly, RisingEdge
 
 from vrex.sim.bench import StreamBench
+from vrex.sim.cocotb_values import value_int as _int
 from vrex.sim.traffic import Traffic
-
-
-def _int(handle) -> int:
-    value = handle.value
-    if not value.is_resolvable:
-        raise AssertionError(f"{handle._name} is {value} (X or Z) where a defined value is needed")
-    return value.to_unsigned() if hasattr(value, "to_unsigned") else int(value)
 
 
 @cocotb.test()

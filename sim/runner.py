@@ -3,7 +3,8 @@
 The compiled model is shared by every bench of one (component, config, simulator): it lives next to the
 emitted Verilog (``build/rtl/<component>-<hash>/sim_<simulator>/``) and is built under a file lock, so
 parallel pytest workers reuse one build. Each run gets its own work folder for the bench, the result and
-the log (and waveforms when asked for).
+the log, and, with ``waves``, the waveforms: ``dump.fst`` (Verilator, ``--trace-fst``) or ``dump.vcd`` (Icarus),
+with the Verilog names of the design, which are Amaranth's (docs/formats.md, "Waveforms").
 """
 
 from __future__ import annotations
@@ -14,12 +15,11 @@ import os
 from pathlib import Path
 
 from vrex.errors import VrexError
-from vrex.synth.lint import WAIVER_FILE
 from vrex.tools import require, setup_environment
 
 from .bench import BenchResult, StreamBench
 
-__all__ = ["SIMULATORS", "run_cocotb", "SimulationError", "build_model"]
+__all__ = ["SIMULATORS", "WAVE_FILES", "run_cocotb", "run_test_module", "SimulationError", "build_model"]
 
 SIMULATORS = ("verilator", "icarus")
 _TOOL = {"verilator": "verilator", "icarus": "iverilog"}
@@ -59,6 +59,34 @@ def _verilator_make_fix(simulator: str):
             os.environ["MAKEFLAGS"] = before
 
 
+WAVE_FILES = {"verilator": "dump.fst", "icarus": "dump.vcd"}
+
+
+def _icarus_vcd_runner():
+    """cocotb's Icarus runner, with waveforms as VCD in the run's work folder.
+
+    cocotb's own dump module declares a SystemVerilog ``string`` (rejected in the Verilog-2005 mode these builds
+    use, docs/lint.md) and its test command forces FST; this one writes ``$dumpfile("dump.vcd")`` (relative to the
+    test folder, the simulator's working directory) and asks vvp for VCD.
+    """
+    from cocotb_tools.runner import Icarus
+
+    class IcarusVcd(Icarus):
+        def _waves_file(self):
+            return WAVE_FILES["icarus"]
+
+        def _create_iverilog_dump_file(self):
+            self.iverilog_dump_file.write_text(
+                "module cocotb_iverilog_dump();\n"
+                f'initial begin\n  $dumpfile("{WAVE_FILES["icarus"]}");\n  $dumpvars(0, {self.hdl_toplevel});\n'
+                "end\nendmodule\n")
+
+        def _test_command(self):
+            return [["-vcd" if arg == "-fst" else arg for arg in cmd] for cmd in super()._test_command()]
+
+    return IcarusVcd()
+
+
 def _runner(simulator: str):
     if simulator not in SIMULATORS:
         raise VrexError(f"unknown simulator {simulator!r}; choose one of {', '.join(SIMULATORS)}.")
@@ -66,7 +94,7 @@ def _runner(simulator: str):
     require(_TOOL[simulator])
     from cocotb_tools.runner import get_runner
 
-    return get_runner(simulator)
+    return _icarus_vcd_runner() if simulator == "icarus" else get_runner(simulator)
 
 
 def build_model(emitted, simulator: str, *, waves: bool = False, extra_args=(), tag: str = ""):
@@ -78,6 +106,8 @@ def build_model(emitted, simulator: str, *, waves: bool = False, extra_args=(), 
     name = f"sim_{simulator}" + ("_waves" if waves else "") + (f"_{tag}" if tag else "")
     build_dir = emitted.directory / name
     args = list(extra_args)
+    if waves and simulator == "verilator" and not any(a.startswith("--trace-") for a in args):
+        args.append("--trace-fst")   # FST (needs liblz4-dev); the activity runs ask for --trace-saif instead
     if simulator == "icarus":
         # Yosys's Verilog wakes its `always @*` blocks at time 0 through a variable initialiser; Icarus does that in
         # Verilog-2005 mode but not under cocotb's -g2012 (comb outputs of an idle FSM would stay X). Later wins.
@@ -86,7 +116,7 @@ def build_model(emitted, simulator: str, *, waves: bool = False, extra_args=(), 
     if simulator == "verilator":
         from cocotb_tools.runner import VerilatorControlFile
 
-        sources = [VerilatorControlFile(WAIVER_FILE)] + sources
+        sources = [VerilatorControlFile(emitted.waivers)] + sources
     with _locked(emitted.directory / f".{name}.lock"), _verilator_make_fix(simulator):
         log = build_dir / "build.log"
         build_dir.mkdir(parents=True, exist_ok=True)
@@ -100,30 +130,45 @@ def build_model(emitted, simulator: str, *, waves: bool = False, extra_args=(), 
     return runner, build_dir
 
 
-def run_cocotb(emitted, bench: StreamBench, simulator: str, work_dir: Path, *, waves: bool = False,
-               build_args=(), build_tag: str = "", extra_env=None) -> BenchResult:
-    """Run ``bench`` on the emitted design; returns the observed result (mismatches are data, not errors)."""
+def run_test_module(emitted, test_module: str, simulator: str, work_dir: Path, env: dict, *, seed: int,
+                    what: str, waves: bool = False, build_args=(), build_tag: str = "") -> Path:
+    """Run the cocotb test module ``test_module`` on the emitted design in ``work_dir``; returns the folder. The
+    module writes its result to ``$VREX_RESULT`` (``work_dir/result.json``); no result file is a
+    :class:`SimulationError` naming the log (a failing comparison is a result, not an error)."""
     runner, build_dir = build_model(emitted, simulator, waves=waves, extra_args=build_args, tag=build_tag)
     work_dir = Path(work_dir).absolute()
     work_dir.mkdir(parents=True, exist_ok=True)
-    bench_file, result_file, log = work_dir / "bench.json", work_dir / "result.json", work_dir / "sim.log"
+    result_file, log = work_dir / "result.json", work_dir / "sim.log"
     result_file.unlink(missing_ok=True)
-    bench.to_json(bench_file)
-    env = {"VREX_BENCH": str(bench_file), "VREX_RESULT": str(result_file), "VREX_SIMULATOR": simulator,
-           "COCOTB_RANDOM_SEED": str(bench.seed)}
-    env.update(extra_env or {})
+    wave_file = work_dir / WAVE_FILES[simulator]
+    wave_file.unlink(missing_ok=True)   # never report a stale waveform
+    env = {"VREX_RESULT": str(result_file), "VREX_SIMULATOR": simulator, "COCOTB_RANDOM_SEED": str(seed), **env}
     try:
-        runner.test(test_module="vrex.sim.cocotb_bench", hdl_toplevel=emitted.top, build_dir=build_dir,
-                    test_dir=work_dir, extra_env=env, results_xml=str(work_dir / "results.xml"), waves=waves,
-                    log_file=log)
+        runner.test(test_module=test_module, hdl_toplevel=emitted.top, build_dir=build_dir, test_dir=work_dir,
+                    extra_env=env, results_xml=str(work_dir / "results.xml"), waves=waves, log_file=log)
     except (SystemExit, Exception):
         pass   # a failing comparison raises under pytest; the result file says what happened
     if not result_file.is_file():
         tail = log.read_text().strip().splitlines()[-15:] if log.is_file() else []
-        raise SimulationError(f"{simulator} run of {bench.name} produced no result (log: {log}):\n  "
-                              + "\n  ".join(tail))
-    result = BenchResult.from_json(result_file)
-    result.extra["log"] = str(log)
+        raise SimulationError(f"{simulator} run of {what} produced no result (log: {log}):\n  " + "\n  ".join(tail))
+    return work_dir
+
+
+def run_cocotb(emitted, bench: StreamBench, simulator: str, work_dir: Path, *, waves: bool = False,
+               build_args=(), build_tag: str = "", extra_env=None) -> BenchResult:
+    """Run ``bench`` on the emitted design; returns the observed result (mismatches are data, not errors)."""
+    work_dir = Path(work_dir).absolute()
+    work_dir.mkdir(parents=True, exist_ok=True)
+    bench_file = work_dir / "bench.json"
+    bench.to_json(bench_file)
+    env = {"VREX_BENCH": str(bench_file), **(extra_env or {})}
+    folder = run_test_module(emitted, "vrex.sim.cocotb_bench", simulator, work_dir, env, seed=bench.seed,
+                             what=bench.name, waves=waves, build_args=build_args, build_tag=build_tag)
+    result = BenchResult.from_json(folder / "result.json")
+    result.extra["log"] = str(folder / "sim.log")
+    wave_file = folder / WAVE_FILES[simulator]
+    if waves and wave_file.is_file():
+        result.extra["waves"] = str(wave_file)
     return result
 
 

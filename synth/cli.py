@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from vrex.cli import add_config_option, load_config_arg
+from vrex.errors import input_file, output_file, output_folder
 
 __all__ = ["register"]
 
@@ -19,15 +21,27 @@ def _components(args):
     return [args.component]
 
 
+def _progress(command: str, what: str) -> None:
+    print(f"{command}: {what} ...", file=sys.stderr, flush=True)
+
+
 def _cmd_verilog(args) -> int:
     from vrex.synth.verilog import emit
 
     cfg = load_config_arg(args)
     names = _components(args)
+    root = output_folder(args.output, "-o") if args.output else None
+    folders = []
     for name in names:
-        out = Path(args.output) / name if args.output and len(names) > 1 else args.output
+        _progress("verilog", f"{name}: generating Verilog and its IP package")
+        out = root / name if root is not None and len(names) > 1 else root
         e = emit(name, cfg, out, force=True)
-        print(f"{name}: {e.verilog}  (file list {e.filelist.name}, config snapshot config.yaml, hash {cfg.hash()})")
+        folders.append(e.directory)
+        print(f"{name}: {e.verilog} with {e.filelist.name}, config.yaml and the IP package ({e.top}.core, {e.top}.sdc, "
+              f"{e.top}.vlt, {e.top}.interface.md/.json, {e.file('testbench').name})")
+    where = folders[0] if len(folders) == 1 else (root or folders[0].parent)
+    print(f"verilog: {len(names)} component{'s' if len(names) > 1 else ''} for config {cfg.name} (hash {cfg.hash()}) "
+          f"written to {where}")
     return 0
 
 
@@ -67,15 +81,88 @@ def _print_library_figures(r) -> None:
         print(f"  scaling method     {s['method']}")
 
 
+def _fpga_request(args) -> dict | None:
+    """``{"family", "device", "package"}`` of ``--fpga`` / ``--fpga-device`` / ``--fpga-package`` (None without
+    ``--fpga``)."""
+    if not args.fpga:
+        if args.fpga_device or args.fpga_package or args.strict:
+            from vrex.errors import UsageError
+
+            raise UsageError("--fpga-device, --fpga-package and --strict need --fpga ecp5.")
+        return None
+    return {"family": args.fpga, "device": args.fpga_device, "package": args.fpga_package}
+
+
+def _print_fpga(name: str, f: dict) -> None:
+    b, t = f["block"], f.get("timing") or {}
+    print(f"{name} on {f['device']} {f['package']} (speed {f['speed_grade']}, config {f['config']}, hash "
+          f"{f['config_hash']}):")
+    print(f"  LUT4               {b['lut4']} ({b['lut4_cells']} LUT4 cells + 2 x {b['carry_cells']} CCU2C carry)")
+    print(f"  flip-flops         {b['ff']}")
+    print(f"  EBR (DP16KD)       {b['ebr']}")
+    print(f"  MULT18X18D         {b['mult18']}")
+    print(f"  distributed RAM    {b['dist_ram']} x TRELLIS_DPR16X4")
+    p = f["ports"]
+    print(f"  ports              {p['input_bits']} input / {p['output_bits']} output bits on {p['pins']} pins ("
+          + (f"harness: {p['harness_ff']} FF, {p['harness_lut4']} LUT4)" if p["mode"] == "harness" else
+             "every port bit on a pin)"))
+    print("  device used        " + ", ".join(f"{bel} {u['used']}/{u['available']} ({u['percent']:.1f}%)"
+                                              for bel, u in f["utilisation"].items() if u["used"]))
+    if not f["fits"]:
+        print(f"  DOES NOT FIT       {f['reason']}")
+    elif t.get("fmax_mhz"):
+        print(f"  fmax (post-route)  {t['fmax_mhz']:.1f} MHz at a {t['constraint_mhz']:g} MHz constraint "
+              f"({'met' if t['met'] else 'not met'}); critical path {t['critical_path_ns']:.3f} ns "
+              f"({t['startpoint']} -> {t['endpoint']})")
+
+
+def _cmd_synth_fpga(args, cfg, fpga, json_out) -> int:
+    from vrex.synth.fpga import fpga_figures
+
+    records, misfits = {}, []
+    for name in _components(args):
+        f = fpga_figures(name, cfg, use_cache=not args.no_cache, **fpga)
+        records[name] = f
+        _print_fpga(name, f)
+        if not f["fits"]:
+            misfits.append(name)
+    if json_out:
+        json_out.write_text(json.dumps(records, indent=2, default=str) + "\n")
+        print(f"synth: FPGA figures of {len(records)} component(s) in {json_out}")
+    return _misfit_exit(misfits, args.strict)
+
+
+def _misfit_exit(misfits: list, strict: bool) -> int:
+    """1 under ``--strict`` when a component does not fit the device (said on stderr), else 0."""
+    import sys
+
+    if misfits:
+        print(f"vrex: {', '.join(misfits)} do(es) not fit the FPGA device" + ("" if strict else
+              " (utilisation above; --strict makes this an error)"), file=sys.stderr)
+    return 1 if misfits and strict else 0
+
+
 def _cmd_synth(args) -> int:
     from vrex.synth.figures import component_figures
 
     cfg = load_config_arg(args)
+    json_out = output_file(args.json, "--json") if args.json else None
+    fpga = _fpga_request(args)
+    if fpga:
+        return _cmd_synth_fpga(args, cfg, fpga, json_out)
+    if args.liberty is not None:   # a bad --liberty fails before the long generic synthesis, not after it
+        from .liberty import resolve_library
+
+        tech = cfg.technology
+        resolve_library(args.liberty, pdk_folder=tech.pdk_dir, source_node_nm=tech.source_node_nm,
+                        drive_cell=tech.input_drive_cell)
     records = {}
-    for name in _components(args):
+    names = _components(args)
+    for name in names:
         r = component_figures(name, cfg, liberty=args.liberty, clock_mhz=args.clock_mhz,
                               require_library=args.liberty is not None, activity=not args.no_activity,
-                              transactions=args.transactions, use_cache=not args.no_cache)
+                              transactions=args.transactions, use_cache=not args.no_cache,
+                              progress=lambda what, name=name: _progress("synth", f"{name}: {what}"))
         records[name] = r
         g = r["generic"]
         print(f"{name} (config {cfg.name}, hash {cfg.hash()}):")
@@ -84,8 +171,14 @@ def _cmd_synth(args) -> int:
         print(f"  transistors (CMOS) {g['transistors']}")
         print(f"  logic depth        {g['logic_depth']} gates")
         _print_library_figures(r)
-    if args.json:
-        Path(args.json).write_text(json.dumps(records, indent=2, default=str) + "\n")
+    if json_out:
+        json_out.write_text(json.dumps(records, indent=2, default=str) + "\n")
+    from vrex.paths import build_root
+
+    cached = build_root() / "figures" / (f"{names[0]}-{cfg.hash()}" if len(names) == 1 else f"<component>-{cfg.hash()}")
+    where = f"JSON {json_out}" if json_out else f"records cached in {cached}"
+    print(f"synth: figures of {len(records)} component{'s' if len(records) > 1 else ''} for config {cfg.name} (hash "
+          f"{cfg.hash()}); {where}")
     return 0
 
 
@@ -93,20 +186,28 @@ def _cmd_report(args) -> int:
     from vrex.synth.report import write_report
 
     cfg = load_config_arg(args)
-    path = write_report(cfg, Path(args.output) if args.output else None, workers=args.jobs, liberty=args.liberty,
+    out = output_folder(args.output, "-o") if args.output else None
+    fpga = _fpga_request(args)
+    path = write_report(cfg, out, workers=args.jobs, liberty=args.liberty,
                         clock_mhz=args.clock_mhz, transactions=args.transactions, activity=not args.no_activity,
-                        use_cache=not args.no_cache)
+                        use_cache=not args.no_cache, fpga=fpga)
     print(f"report: {path} (also index.html, figures.json and plots in {path.parent})")
-    return 0
+    if not fpga:
+        return 0
+    comps = json.loads((path.parent / "figures.json").read_text())["components"]
+    return _misfit_exit([n for n, r in comps.items() if (r.get("fpga") or {}).get("fits") is False], args.strict)
 
 
 def _cmd_sweep(args) -> int:
     from vrex.synth.sweep import run_sweep
 
-    result = run_sweep(args.spec, out_dir=Path(args.output) if args.output else None, workers=args.jobs,
-                       use_cache=not args.no_cache)
-    print(f"sweep {result.name}: {len(result.rows)} configs measured, {len(result.invalid)} invalid grid points "
-          f"skipped, {len(result.failed)} failed; rows in {result.csv} and {result.json}; plots: "
+    input_file(args.spec, "SPEC", "sweep specification (YAML)")
+    out = output_folder(args.output, "-o") if args.output else None
+    result = run_sweep(args.spec, out_dir=out, workers=args.jobs, use_cache=not args.no_cache,
+                       scheduler=args.scheduler)
+    print(f"sweep {result.name}: {len(result.rows)} configs measured ({result.cached} from the cache), "
+          f"{len(result.invalid)} invalid grid points skipped, {len(result.failed)} failed; rows in {result.csv} and "
+          f"{result.json}; plots: "
           + (", ".join(p.name for p in result.plots) or "none"))
     return 1 if result.failed else 0
 
@@ -120,23 +221,36 @@ def _add_figure_options(p) -> None:
                    help="input transactions of the SAIF power run (default: technology.activity_transactions)")
     p.add_argument("--no-activity", action="store_true", help="skip the SAIF run (default-activity power only)")
     p.add_argument("--no-cache", action="store_true", help="recompute even if a cached record exists")
+    p.add_argument("--fpga", choices=["ecp5"], help="FPGA implementation figures on this family (synth_ecp5 + "
+                   "nextpnr-ecp5): LUT4, FF, EBR, MULT18, post-route fmax; device, package and clock from fpga.*")
+    p.add_argument("--fpga-device", metavar="PART", help="ECP5 part (default: fpga.device, LFE5U-85F)")
+    p.add_argument("--fpga-package", metavar="PKG", help="package (default: fpga.package, CABGA381)")
+    p.add_argument("--strict", action="store_true", help="with --fpga: exit 1 when a component does not fit")
 
 
 def register(sub) -> None:
     v = sub.add_parser("verilog", help="generate Verilog for a component",
-                       description="Write <top>.v, a file list (files.f) and the config snapshot (config.yaml) "
-                                   "for a component built from the config.")
-    v.add_argument("--component", metavar="NAME", help="component name (see `vrex verilog --list`); default: all")
+                       description="Write <top>.v, a file list (files.f), the config snapshot (config.yaml) and the "
+                                   "IP package for a component built from the config: <top>.sdc (timing constraints), "
+                                   "<top>.vlt (Verilator waivers: plain `verilator --lint-only -Wall` is clean), "
+                                   "<top>.core (FuseSoC core with lint and sim targets), <top>.interface.json/.md and "
+                                   "tb_<top>.v (docs/ip.md).")
+    v.add_argument("--component", metavar="NAME",
+                   help="component name (an unknown name lists the known ones); default: all")
     v.add_argument("--all", action="store_true", help="every registered component")
     add_config_option(v)
-    v.add_argument("-o", "--output", metavar="DIR", help="output folder (default: build/rtl/<component>-<hash>)")
+    v.add_argument("-o", "--output", metavar="DIR",
+                   help="output folder (default: build/rtl/<component>-<hash>; with --all one subfolder per "
+                        "component); "
+                        "an existing folder must be empty or hold the same package")
     v.set_defaults(func=_cmd_verilog)
 
     s = sub.add_parser("synth", help="synthesis figures of a component",
                        description="Generic Yosys figures (cells, flip-flops, CMOS transistor estimate, logic "
                                    "depth) of a component built from the config and, with a Liberty library, "
                                    "mapped area per hierarchy level, memories, OpenSTA timing and power (SAIF "
-                                   "activity and default activity) and figures scaled to technology.target_*.")
+                                   "activity and default activity) and figures scaled to technology.target_*. "
+                                   "With --fpga ecp5: the FPGA figures instead (docs/figures.md, FPGA figures).")
     s.add_argument("--component", metavar="NAME", help="component name; default: all")
     add_config_option(s)
     _add_figure_options(s)
@@ -163,4 +277,7 @@ def register(sub) -> None:
     w.add_argument("-j", "--jobs", type=int, default=2, metavar="N", help="worker processes (default 2)")
     w.add_argument("-o", "--output", metavar="DIR", help="output folder (default: build/sweeps/<name>)")
     w.add_argument("--no-cache", action="store_true", help="recompute every point")
+    w.add_argument("--scheduler", metavar="ADDRESS",
+                   help="run the points on a Dask distributed cluster: a scheduler address (tcp://host:8786) or "
+                        "`local` (a LocalCluster of -j worker processes); default: local worker processes")
     w.set_defaults(func=_cmd_sweep)

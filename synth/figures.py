@@ -22,9 +22,10 @@ import hashlib
 import json
 import os
 import time
+from pathlib import Path
 
 from vrex.errors import VrexError
-from vrex.paths import build_dir, git_revision, pdk_dir
+from vrex.paths import build_dir, build_root, git_revision, pdk_dir
 from vrex.tools import find, tool_versions
 
 from .generic import generic_figures
@@ -33,7 +34,7 @@ from .scaling import scaling_between
 from .verilog import emit, flow_source_hash
 
 __all__ = ["FIGURES_VERSION", "component_figures", "figure_tools", "install_hint", "constraint_clock",
-           "AUTO_CLOCK_MARGIN"]
+           "AUTO_CLOCK_MARGIN", "read_json_cache", "write_json_atomic"]
 
 FIGURES_VERSION = 2
 
@@ -83,8 +84,10 @@ def _add_memory_power(power: dict, memories, rates_for, clock_mhz: float, source
 def component_figures(name: str, cfg, *, liberty: str | None = None, clock_mhz: float | None = None,
                       require_library: bool = False, activity: bool = True, transactions: int | None = None,
                       stimulus: str | None = None, p_valid: float = 1.0, p_ready: float = 1.0,
-                      use_cache: bool = True, skip_tools: tuple = ()) -> dict:
-    """The figures record of component ``name`` built from ``cfg``.
+                      use_cache: bool = True, skip_tools: tuple = (), progress=None,
+                      cached_only: bool = False) -> dict | None:
+    """The figures record of component ``name`` built from ``cfg`` (``cached_only``: the cached record or None,
+    running no tool).
 
     Parameters
     ----------
@@ -99,20 +102,26 @@ def component_figures(name: str, cfg, *, liberty: str | None = None, clock_mhz: 
         the SAIF run (default ``technology.activity_transactions`` / ``activity_stimulus``, full throughput).
     skip_tools
         tools to treat as absent (``"sta"``), to produce and test partial results.
+    progress
+        called with a short description of each step as it starts (the CLI prints it).
     """
     from vrex.hdl.registry import get_component
 
     tech = cfg.technology
     spec = get_component(name)
+    if spec.parts is not None:
+        from .hierarchy import hierarchical_figures
+
+        opts = dict(liberty=liberty, clock_mhz=clock_mhz, require_library=require_library, activity=activity,
+                    transactions=transactions, stimulus=stimulus, p_valid=p_valid, p_ready=p_ready,
+                    use_cache=use_cache, skip_tools=skip_tools)
+        return hierarchical_figures(name, cfg, spec, lambda part: component_figures(part, cfg, **opts))
     lib_spec = liberty or tech.liberty
     n_txn = int(transactions or tech.activity_transactions)
+    say = progress or (lambda what: None)
+    say("Verilog")
     emitted = emit(name, cfg)
     missing: dict[str, str] = {}
-    record = {"component": name, "top": emitted.top, "description": spec.description, "config": cfg.name,
-              "config_hash": cfg.hash(), "verilog": str(emitted.verilog), "generic": generic_figures(emitted),
-              "liberty": None, "clock_mhz": None, "area_um2": None, "logic_area_um2": None, "area_breakdown": None,
-              "cells": None, "cell_types": None, "memories": [], "timing": None, "power_mw": None,
-              "power_default_activity_mw": None, "scaled": None, "cycles": None, "missing": missing}
     try:
         lib = resolve_library(lib_spec, pdk_folder=tech.pdk_dir, source_node_nm=tech.source_node_nm,
                               drive_cell=tech.input_drive_cell)
@@ -123,7 +132,6 @@ def component_figures(name: str, cfg, *, liberty: str | None = None, clock_mhz: 
         for key in ("liberty", "area_um2", "timing", "power_mw", "power_default_activity_mw", "scaled"):
             missing[key] = f"no Liberty library: {e}"
     clock = constraint_clock(tech, lib, clock_mhz)
-    record["clock_mhz"] = clock
     sta_ok = "sta" not in skip_tools and find("sta").found
     verilator_ok = "verilator" not in skip_tools and find("verilator").found
     key_parts = {"v": FIGURES_VERSION, "flows": flow_source_hash(),
@@ -134,23 +142,45 @@ def component_figures(name: str, cfg, *, liberty: str | None = None, clock_mhz: 
                  "pdk_sram": bool(pdk_dir(tech.pdk_dir, required=False))}
     folder = build_dir("figures", f"{name}-{cfg.hash()}")
     cache = folder / f"{_cache_key(key_parts)}.json"
-    if use_cache and cache.is_file():
-        try:
-            return json.loads(cache.read_text())
-        except json.JSONDecodeError:
-            pass
+    cached = read_json_cache(cache) if use_cache else None
+    if cached is not None or cached_only:
+        if cached is not None:
+            say(f"cached record {cache}")
+        return cached
+    say("generic Yosys figures")
+    record = {"component": name, "top": emitted.top, "description": spec.description, "config": cfg.name,
+              "config_hash": cfg.hash(), "verilog": str(emitted.verilog), "generic": generic_figures(emitted),
+              "liberty": None, "clock_mhz": clock, "area_um2": None, "logic_area_um2": None, "area_breakdown": None,
+              "cells": None, "cell_types": None, "memories": [], "timing": None, "power_mw": None,
+              "power_default_activity_mw": None, "scaled": None, "cycles": None, "missing": missing}
     t0 = time.time()
     if lib is not None:
         _library_figures(record, name, cfg, emitted, lib, clock, folder, missing, sta_ok=sta_ok,
                          verilator_ok=verilator_ok, activity=activity, n_txn=n_txn, stimulus=stimulus,
-                         p_valid=p_valid, p_ready=p_ready)
+                         p_valid=p_valid, p_ready=p_ready, say=say)
+    say("cycle figures")
     record["cycles"] = _cycles(name, cfg, missing)
     record["meta"] = {"git": git_revision(), "tools": figure_tools(), "seconds": round(time.time() - t0, 2),
-                      "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "figures_version": FIGURES_VERSION}
-    tmp = cache.with_name(cache.name + f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(record, indent=1, default=str))
-    os.replace(tmp, cache)
+                      "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "figures_version": FIGURES_VERSION,
+                      "cache": str(cache.relative_to(build_root()))}
+    write_json_atomic(cache, record)
     return record
+
+
+def read_json_cache(path: Path) -> dict | None:
+    """A cached JSON record, or None when it is absent or unreadable (then it is recomputed)."""
+    try:
+        return json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
+def write_json_atomic(path: Path, data: dict) -> None:
+    """Write ``data`` as JSON through a temporary file and a rename, so a reader never sees half a record."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=1, default=str))
+    os.replace(tmp, path)
 
 
 def _cycles(name: str, cfg, missing: dict):
@@ -168,7 +198,7 @@ def _cycles(name: str, cfg, missing: dict):
 
 
 def _library_figures(record, name, cfg, emitted, lib, clock, folder, missing, *, sta_ok, verilator_ok, activity,
-                     n_txn, stimulus, p_valid, p_ready):
+                     n_txn, stimulus, p_valid, p_ready, say):
     from .mapped import flop_state_nets, map_design
     from .saif import activity_tcl, read_saif
     from .sram import sram_model
@@ -178,6 +208,7 @@ def _library_figures(record, name, cfg, emitted, lib, clock, folder, missing, *,
     record["liberty"] = lib.identity()
     work = folder / f"{lib.name}-{lib.digest}-{clock:g}MHz"
     model = sram_model(pdk_dir(tech.pdk_dir, required=False), tech.sram_model)
+    say(f"mapping to {lib.name} (Yosys + ABC)")
     mapped = map_design(emitted, lib, cfg, work, clock_mhz=clock, sram_model=model)
     record.update({"area_um2": mapped.area_um2, "logic_area_um2": mapped.logic_area_um2,
                    "area_breakdown": mapped.area_breakdown, "cells": mapped.cells, "cell_types": mapped.cell_types,
@@ -188,6 +219,7 @@ def _library_figures(record, name, cfg, emitted, lib, clock, folder, missing, *,
         for key in ("timing", "power_mw", "power_default_activity_mw"):
             missing[key] = reason
     else:
+        say("timing and default-activity power (OpenSTA)")
         record["timing"] = run_timing(mapped, lib, clock, tech)
         default = run_power(mapped, lib, clock, tech, default_activity=tech.default_activity)
         record["power_default_activity_mw"] = _add_memory_power(
@@ -201,6 +233,7 @@ def _library_figures(record, name, cfg, emitted, lib, clock, folder, missing, *,
             try:
                 from .activity import record_activity
 
+                say(f"SAIF activity run on Verilator ({n_txn} transactions), then power (OpenSTA)")
                 run = record_activity(name, cfg, emitted, work / "saif_run", transactions=n_txn, stimulus=stimulus,
                                       p_valid=p_valid, p_ready=p_ready)
                 saif = read_saif(run.saif, emitted.top)

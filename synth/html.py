@@ -7,8 +7,8 @@ import re
 
 __all__ = ["markdown_to_html"]
 
-_STYLE = """body{font-family:sans-serif;max-width:60em;margin:2em auto;padding:0 1em;color:#222}
-table{border-collapse:collapse;margin:1em 0;font-size:90%}td,th{border:1px solid #bbb;padding:.25em .5em}
+_STYLE = """body{font-family:sans-serif;max-width:72em;margin:2em auto;padding:0 1em;color:#222}
+table{border-collapse:collapse;margin:1em 0;font-size:90%;display:block;overflow-x:auto;max-width:100%}td,th{border:1px solid #bbb;padding:.25em .5em}
 th{background:#eee}td.num{text-align:right}code{background:#f4f4f4;padding:0 .2em}img{max-width:100%}
 .missing{color:#a40}"""
 

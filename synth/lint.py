@@ -1,4 +1,8 @@
-"""Verilator ``--lint-only -Wall`` on generated Verilog, with the waivers of docs/lint.md."""
+"""Plain ``verilator --lint-only -Wall <top>.vlt <top>.v`` on generated Verilog, with the waiver file shipped beside it.
+
+The lint sees exactly what a user's flow sees: the emitted Verilog and its waiver file (:mod:`vrex.synth.waivers`,
+docs/lint.md), no filtering of Verilator's output.
+"""
 
 from __future__ import annotations
 
@@ -10,14 +14,12 @@ from pathlib import Path
 from vrex.errors import ToolFailedError
 from vrex.tools import require
 
-__all__ = ["LintResult", "verilator_lint", "WAIVER_FILE"]
-
-WAIVER_FILE = Path(__file__).with_name("verilator_waivers.vlt")
+__all__ = ["LintResult", "verilator_lint", "lint_command"]
 
 
 @dataclass(frozen=True)
 class LintResult:
-    warnings: tuple[str, ...]   # one line per warning/error that is not waived
+    warnings: tuple[str, ...]   # one line per warning/error Verilator printed
     log: Path
 
     @property
@@ -25,59 +27,19 @@ class LintResult:
         return not self.warnings
 
 
+def lint_command(emitted, verilator: str = "verilator") -> list[str]:
+    """The lint command, run in the emitted folder (file names relative to it)."""
+    return [verilator, "--lint-only", "-Wall", emitted.waivers.name, emitted.verilog.name, "--top-module", emitted.top]
+
+
 def verilator_lint(emitted) -> LintResult:
-    """Lint the emitted Verilog; a Verilator crash raises, warnings are returned."""
+    """Lint the emitted Verilog with its shipped waivers; a Verilator crash raises, warnings are returned."""
     v = require("verilator")
     log = emitted.directory / "lint.log"
-    proc = subprocess.run([v.path, "--lint-only", "-Wall", str(WAIVER_FILE), emitted.verilog.name,
-                           "--top-module", emitted.top], cwd=emitted.directory, capture_output=True, text=True,
+    proc = subprocess.run(lint_command(emitted, v.path), cwd=emitted.directory, capture_output=True, text=True,
                           timeout=600)
     log.write_text(proc.stdout + proc.stderr)
     found = [line for line in (proc.stdout + proc.stderr).splitlines() if re.match(r"%(Warning|Error)", line)]
     if proc.returncode and not found:
         raise ToolFailedError(f"verilator lint crashed on {emitted.verilog} (log: {log})")
-    kept = _drop_submodule_port_aliases(found, emitted.verilog.read_text())
-    return LintResult(tuple(kept), log)
-
-
-_MODULE = re.compile(r"^module\s+(\\?\S+)\s*\(([^)]*)\)", re.M)
-_UNUSED = re.compile(r"%Warning-UNUSEDSIGNAL: [^:]+:(\d+):\d+: Signal is not used: '([^']+)'")
-
-
-def _submodule_port_aliases(text: str) -> list[tuple[int, int, set]]:
-    """Per module: (first line, last line, port names of the submodules it instantiates).
-
-    Amaranth's backend declares, in a parent module, one wire per port of each submodule, named after the port
-    (with a ``$N`` suffix when the name is taken) and assigned from the net that really connects the port; it
-    exists for waveform viewing and is often unused.
-    """
-    ports = {m.group(1).lstrip("\\"): {p.strip() for p in m.group(2).split(",") if p.strip()}
-             for m in _MODULE.finditer(text)}
-    out = []
-    starts = [(text.count("\n", 0, m.start()) + 1, m.group(1).lstrip("\\")) for m in _MODULE.finditer(text)]
-    lines = text.splitlines()
-    for k, (first, _) in enumerate(starts):
-        last = starts[k + 1][0] - 1 if k + 1 < len(starts) else len(lines)
-        body = "\n".join(lines[first - 1:last])
-        children = set()
-        for name in ports:
-            if re.search(r"^\s*\\?" + re.escape(name) + r"\s+\S+\s*\(", body, re.M):
-                children |= ports[name]
-        out.append((first, last, children))
-    return out
-
-
-def _drop_submodule_port_aliases(warnings: list[str], text: str) -> list[str]:
-    """Remove UNUSEDSIGNAL warnings on submodule port aliases (docs/lint.md); keep every other warning."""
-    spans = _submodule_port_aliases(text)
-    kept = []
-    for w in warnings:
-        m = _UNUSED.match(w)
-        if m:
-            line, name = int(m.group(1)), re.sub(r"\$\d+$", "", m.group(2))
-            if any(first <= line <= last and name in children for first, last, children in spans):
-                continue
-        kept.append(w)
-    if not any(w.startswith("%Warning") for w in kept):   # only Verilator's summary of the waived ones is left
-        kept = [w for w in kept if not re.match(r"%Error: Exiting due to \d+ warning", w)]
-    return kept
+    return LintResult(tuple(found), log)

@@ -4,7 +4,7 @@ One V-Rex core synthesised with Synopsys Design Compiler at 14 nm, 0.8 V, 800 MH
 DRE rows matter here; the LXE rows are kept for the block shares.
 """
 
-__all__ = ["TABLE_III", "CORE_TOTAL", "DRE_MEMORY_KB", "PAPER_NODE", "PAPER_BLOCKS"]
+__all__ = ["TABLE_III", "CORE_TOTAL", "DRE_MEMORY_KB", "PAPER_NODE", "PAPER_BLOCKS", "SYSTEMS"]
 
 PAPER_NODE = {"node_nm": 14.0, "voltage": 0.8, "clock_mhz": 800.0, "tool": "Synopsys Design Compiler (pre-layout)"}
 
@@ -21,4 +21,7 @@ CORE_TOTAL = (1.89, 2609.43)   # mm², mW
 DRE_MEMORY_KB = 20.125         # 128 B + 4 KB + 8 KB + 8 KB (paper Fig. 10)
 
 # Paper block -> vrex component name that implements it (None: no RTL in this project yet).
-PAPER_BLOCKS = {"HCU": "hcu", "WTU": "wtu", "KVMU": None, "DRE": "dre"}
+PAPER_BLOCKS = {"HCU": "hcu", "WTU": "wtu", "KVMU": "kvmu", "DRE": "dre"}
+
+# System -> (cores, area mm², system power W) of paper §VI-F (the power includes DRAM, link and storage).
+SYSTEMS = {"V-Rex8": (8, 15.12, 35.0), "V-Rex48": (48, 90.57, 203.68)}

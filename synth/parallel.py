@@ -1,38 +1,73 @@
-"""Run figure jobs in worker processes with a progress display (used by ``vrex report`` and ``vrex sweep``).
+"""Run figure jobs with a progress display (used by ``vrex report`` and ``vrex sweep``), on one of two engines:
 
-Each job is ``(key, component, config, options)``; a worker returns ``(key, record, error)``. An error that the
-user can act on (:class:`vrex.errors.VrexError`) is returned as text, so one bad job never stops the others.
+- local worker processes (the default; ``workers <= 1`` runs the jobs in this process);
+- a Dask distributed cluster (``scheduler``): ``"local"`` starts a ``LocalCluster`` of ``workers`` single-threaded
+  worker processes, any other value is the address of a running scheduler (``tcp://host:8786``), reached with
+  ``distributed.Client(address)``.
+
+Each job is ``(key, component, config, options)``; it gives ``(key, record, error, cached)``. The record is the ASIC
+figures record (:func:`vrex.synth.figures.component_figures`) with the FPGA record under ``"fpga"`` when
+``options["fpga"]`` names a family (:func:`vrex.synth.fpga.fpga_figures`). An error the user can act on
+(:class:`vrex.errors.VrexError`) comes back as text, so one bad job never stops the others; on a cluster, so does
+any exception of a job and a job whose worker died more often than Dask's ``distributed.scheduler.allowed-failures``
+(default 3; a job whose worker dies is otherwise rerun on another worker).
+
+Records are cached where they are computed (``build/figures/``). With a cluster, the client looks each job up in
+its own cache before submitting it and writes every record a worker returns into its own cache under the worker's
+key, so an interrupted sweep resumes from the client's cache whichever engine ran it (when the workers use the
+client's tool versions and library files, the keys agree; otherwise the workers' own caches serve the reruns).
 """
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 
-from vrex.errors import VrexError
+from vrex.errors import ToolMissingError, UsageError, VrexError
+from vrex.paths import build_root
 
-__all__ = ["run_jobs", "Progress"]
+__all__ = ["run_jobs", "Progress", "DaskCluster", "figure_record", "CONNECT_TIMEOUT_S"]
+
+CONNECT_TIMEOUT_S = 10
 
 
 class Progress:
-    """A one-line progress bar on a terminal, one line per finished job otherwise."""
+    """A one-line progress bar on a terminal (one line per finished job otherwise): jobs done, failed and taken
+    from the cache, elapsed time and an ETA from the mean time of the computed jobs."""
 
     def __init__(self, total: int, label: str, stream=None):
-        self.total, self.label, self.done = total, label, 0
+        self.total, self.label = total, label
+        self.counts = {"done": 0, "failed": 0, "cached": 0}
         self.stream = stream or sys.stderr
         self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
         self.t0 = time.time()
 
-    def step(self, what: str) -> None:
-        self.done += 1
+    @property
+    def finished(self) -> int:
+        return sum(self.counts.values())
+
+    def eta(self) -> float | None:
+        """Seconds left: the remaining jobs at the mean wall time per computed job so far (None before one)."""
+        computed = self.counts["done"] + self.counts["failed"]
+        if not computed:
+            return None
+        return (time.time() - self.t0) / computed * (self.total - self.finished)
+
+    def step(self, what: str, status: str = "done") -> None:
+        self.counts[status] += 1
         width = 24
-        filled = int(width * self.done / max(1, self.total))
+        filled = int(width * self.finished / max(1, self.total))
         bar = "#" * filled + "." * (width - filled)
-        msg = f"{self.label} [{bar}] {self.done}/{self.total} {what} ({time.time() - self.t0:.0f} s)"
+        eta = self.eta()
+        c = self.counts
+        msg = (f"{self.label} [{bar}] {self.finished}/{self.total}: {c['done']} done, {c['failed']} failed, "
+               f"{c['cached']} cached; {time.time() - self.t0:.0f} s"
+               + (f", ETA {eta:.0f} s" if eta is not None and self.finished < self.total else "") + f"  {what}")
         if self.tty:
-            self.stream.write("\r" + msg[:150].ljust(150) + ("\n" if self.done == self.total else ""))
+            self.stream.write("\r" + msg[:160].ljust(160) + ("\n" if self.finished == self.total else ""))
         else:
             self.stream.write(msg + "\n")
         self.stream.flush()
@@ -42,30 +77,151 @@ def _label(key) -> str:
     return "/".join(map(str, key)) if isinstance(key, tuple) else str(key)
 
 
-def _work(job):
-    key, component, cfg, options = job
+def figure_record(component: str, cfg, options: dict, *, cached_only: bool = False) -> dict | None:
+    """The job's record: ASIC figures, plus ``"fpga"`` when ``options["fpga"]`` is set (``{"family", "device",
+    "package"}``); ``cached_only`` gives None unless every part is in the cache."""
     from .figures import component_figures
 
+    opts = dict(options)
+    fpga = opts.pop("fpga", None)
+    record = component_figures(component, cfg, cached_only=cached_only, **opts)
+    if record is None or not fpga:
+        return record
+    from .fpga import fpga_available, fpga_figures
+
+    hint = fpga_available()
+    if hint:
+        return {**record, "fpga": {"fits": None, "error": hint}}
     try:
-        return key, component_figures(component, cfg, **options), None
+        f = fpga_figures(component, cfg, use_cache=opts.get("use_cache", True), cached_only=cached_only, **fpga)
     except VrexError as e:
-        return key, None, str(e)
+        f = {"fits": None, "error": str(e)}
+    return None if f is None else {**record, "fpga": f}
 
 
-def run_jobs(jobs: list, workers: int = 2, label: str = "figures", progress: bool = True):
-    """Yield ``(key, record, error)`` as jobs finish; ``workers <= 1`` runs them in this process."""
-    bar = Progress(len(jobs), label) if progress and jobs else None
-    if workers <= 1 or len(jobs) <= 1:
-        for job in jobs:
-            out = _work(job)
-            if bar:
-                bar.step(f"{_label(out[0])}{' FAILED' if out[2] else ''}")
-            yield out
+def _cached(job):
+    """The job's result when its record is in this machine's cache (or the lookup itself fails), else None."""
+    key, component, cfg, options = job
+    if not options.get("use_cache", True):
+        return None
+    try:
+        record = figure_record(component, cfg, options, cached_only=True)
+    except VrexError as e:
+        return key, None, str(e), False
+    return None if record is None else (key, record, None, True)
+
+
+def _work(job):
+    key, component, cfg, options = job
+    hit = _cached(job)
+    if hit is not None:
+        return hit
+    try:
+        return key, figure_record(component, cfg, options), None, False
+    except VrexError as e:
+        return key, None, str(e), False
+
+
+def run_jobs(jobs: list, workers: int = 2, label: str = "figures", progress: bool = True, cluster=None):
+    """Yield ``(key, record, error, cached)`` as jobs finish: on ``cluster`` (a :class:`DaskCluster`) when given,
+    else in local worker processes (see the module docstring)."""
+    if cluster is not None:
+        yield from _run_dask(jobs, label, progress, cluster)
         return
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = [pool.submit(_work, j) for j in jobs]
-        for f in as_completed(futures):
-            out = f.result()
-            if bar:
-                bar.step(f"{_label(out[0])}{' FAILED' if out[2] else ''}")
+    bar = Progress(len(jobs), label) if progress and jobs else None
+    pool = None
+    if workers > 1 and len(jobs) > 1:
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+        results = (f.result() for f in as_completed([pool.submit(_work, j) for j in jobs]))
+    else:
+        results = map(_work, jobs)
+    try:
+        for out in results:
+            _step(bar, out)
             yield out
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+
+
+def _step(bar, out) -> None:
+    key, _, error, cached = out
+    if bar:
+        bar.step(_label(key) + (f" FAILED: {error.splitlines()[0]}" if error else ""),
+                 "failed" if error else "cached" if cached else "done")
+
+
+class DaskCluster:
+    """A connection to a Dask cluster for :func:`run_jobs` (a context manager): ``"local"`` starts a
+    ``LocalCluster`` of ``workers`` single-threaded worker processes, any other value is a scheduler address. An
+    address nobody answers within :data:`CONNECT_TIMEOUT_S` raises :class:`UsageError`."""
+
+    def __init__(self, scheduler: str, workers: int = 2):
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError:
+            raise ToolMissingError("--scheduler needs Dask distributed; install it with: pip install "
+                                   "'distributed==2026.8.0'") from None
+        self.name, self.local = scheduler, None
+        if scheduler == "local":
+            self.local = LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True,
+                                      dashboard_address=None, silence_logs=logging.ERROR)
+            self.client = Client(self.local)
+            return
+        try:
+            self.client = Client(scheduler, timeout=CONNECT_TIMEOUT_S)
+        except (OSError, TimeoutError, ValueError) as e:
+            reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise UsageError(f"no Dask scheduler answers at {scheduler!r} within {CONNECT_TIMEOUT_S} s ({reason}); "
+                             "start one (`dask scheduler`, then `dask worker ADDRESS` on each machine) or use "
+                             "--scheduler local.") from None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self) -> None:
+        self.client.close()
+        if self.local is not None:
+            self.local.close()
+
+
+def _store(record: dict) -> None:
+    """Write a record a worker returned (and its FPGA part) into this machine's cache, under the worker's key."""
+    from .figures import write_json_atomic
+
+    asic = {k: v for k, v in record.items() if k != "fpga"}
+    for part in (asic, record.get("fpga")):
+        rel = ((part or {}).get("meta") or {}).get("cache")
+        if rel and not (build_root() / rel).is_file():
+            write_json_atomic(build_root() / rel, part)
+
+
+def _run_dask(jobs, label, progress, cluster: DaskCluster):
+    from distributed import as_completed as dask_completed
+
+    client = cluster.client
+    bar = Progress(len(jobs), f"{label} on {cluster.name}") if progress and jobs else None
+    futures = {}
+    try:
+        for job in jobs:
+            hit = _cached(job)   # in this machine's cache: not sent to the cluster
+            if hit is None:
+                futures[client.submit(_work, job, pure=False)] = job[0]
+            else:
+                _step(bar, hit)
+                yield hit
+        for future in dask_completed(list(futures)):
+            try:
+                out = future.result()
+            except Exception as e:   # a job that raised, or whose workers kept dying (KilledWorker)
+                out = (futures[future], None, f"{type(e).__name__}: {e}", False)
+            if out[1] is not None:
+                _store(out[1])
+            _step(bar, out)
+            yield out
+    finally:
+        for f in futures:
+            f.cancel()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["bar_vs_paper", "breakdown_plot", "cycles_plot", "pareto_plot"]
+__all__ = ["bar_vs_paper", "breakdown_plot", "cycles_plot", "pareto_plot", "utilisation_plot"]
 
 
 def _plt():
@@ -14,6 +14,17 @@ def _plt():
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def _finish(plt, fig, ax, title: str, path: Path, legend: bool = False) -> Path:
+    """Title (and legend), tight layout, write the PNG, free the figure."""
+    ax.set_title(title, fontsize=10)
+    if legend:
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 def bar_vs_paper(rows: list[tuple[str, float | None, float | None]], ylabel: str, title: str, path: Path) -> Path:
@@ -30,12 +41,7 @@ def bar_vs_paper(rows: list[tuple[str, float | None, float | None]], ylabel: str
             ax.text(x - 0.2, 0, "n/a", ha="center", va="bottom", fontsize=7, rotation=90)
     ax.set_xticks(list(xs), [r[0] for r in rows])
     ax.set_ylabel(ylabel)
-    ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _finish(plt, fig, ax, title, path, legend=True)
 
 
 def breakdown_plot(components: dict[str, dict[str, float]], path: Path, top_n: int = 8) -> Path:
@@ -53,11 +59,7 @@ def breakdown_plot(components: dict[str, dict[str, float]], path: Path, top_n: i
             left += v
     ax.set_yticks(range(len(components)), list(components))
     ax.set_xlabel("area (µm², library node)")
-    ax.set_title("Area by hierarchy level", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _finish(plt, fig, ax, "Area by hierarchy level", path)
 
 
 def cycles_plot(series: dict[str, dict[str, float]], path: Path) -> Path:
@@ -68,11 +70,21 @@ def cycles_plot(series: dict[str, dict[str, float]], path: Path) -> Path:
     ax.barh(range(len(labels)), [series[c][k] for c, k in labels])
     ax.set_yticks(range(len(labels)), [f"{c}: {k}" for c, k in labels], fontsize=7)
     ax.set_xlabel("cycles")
-    ax.set_title("Cycle figures from simulation", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _finish(plt, fig, ax, "Cycle figures from simulation", path)
+
+
+def utilisation_plot(series: dict[str, dict[str, float]], title: str, path: Path) -> Path:
+    """Grouped bars: per component, the percentage of each device resource used."""
+    plt = _plt()
+    kinds = list(next(iter(series.values())))
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    width = 0.8 / len(kinds)
+    for k, kind in enumerate(kinds):
+        ax.bar([x + (k - (len(kinds) - 1) / 2) * width for x in range(len(series))],
+               [series[c][kind] for c in series], width, label=kind)
+    ax.set_xticks(range(len(series)), list(series))
+    ax.set_ylabel("device used (%)")
+    return _finish(plt, fig, ax, title, path, legend=True)
 
 
 def pareto_front(points: list[tuple[float, float]]) -> list[int]:
@@ -100,8 +112,4 @@ def pareto_plot(points: list[tuple[str, float, float]], xlabel: str, ylabel: str
         ax.legend(fontsize=8)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.set_title(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _finish(plt, fig, ax, title, path)

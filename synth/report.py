@@ -8,6 +8,7 @@ report that says what is missing and how to get it; the figures that need it are
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -25,22 +26,41 @@ __all__ = ["write_report", "collect_figures", "render_report", "flat_numbers", "
 
 
 def collect_figures(cfg, *, workers: int = 2, liberty=None, clock_mhz=None, transactions=None, activity=True,
-                    skip_tools=(), use_cache=True, progress=True) -> dict:
-    """figures.json content for every registered component (errors of one component are recorded, not fatal)."""
+                    skip_tools=(), use_cache=True, progress=True, fpga: dict | None = None, components=None) -> dict:
+    """figures.json content for every registered component (or the ``components`` named; errors of one component
+    are recorded, not fatal). ``fpga`` (``{"family", "device", "package"}``, None values from ``cfg.fpga``) adds each
+    component's FPGA record under ``fpga``."""
     from vrex.hdl.registry import component_names
 
-    names = component_names()
+    from .hierarchy import dependency_waves, leaf_members
+
+    names = component_names() if components is None else list(components)
     options = {"liberty": liberty, "clock_mhz": clock_mhz, "transactions": transactions, "activity": activity,
                "skip_tools": tuple(skip_tools), "use_cache": use_cache}
-    components, errors = {}, {}
-    for name, record, error in run_jobs([(n, n, cfg, options) for n in names], workers, "report", progress):
-        if error:
-            errors[name] = error
-        else:
-            components[name] = record
+    fpga_meta = None
+    if fpga:
+        from .fpga import fpga_available, fpga_settings, fpga_tools
+
+        fpga_meta = fpga_settings(cfg, **fpga)
+        options["fpga"] = {k: fpga_meta[k] for k in ("family", "device", "package")}
+        fpga_meta["tools"] = None if fpga_available() else fpga_tools()
+    records, errors = {}, {}
+    # Parts (and glues) of composites first, in parallel; composites then add up their cached records.
+    for wave in dependency_waves(names, cfg):
+        for name, record, error, _ in run_jobs([(n, n, cfg, options) for n in wave], workers, "report", progress):
+            if name not in names:
+                if error:
+                    errors[name] = error
+                continue
+            if error:
+                errors[name] = error
+            else:
+                records[name] = record
+    components = records
     lint_ok = "verilator" not in skip_tools and find("verilator").found
     for name in components:
-        components[name]["lint_clean"] = verilator_lint(emit(name, cfg)).clean if lint_ok else None
+        components[name]["lint_clean"] = (all(verilator_lint(emit(n, cfg)).clean for n in leaf_members(name, cfg))
+                                          if lint_ok else None)
     tech = cfg.technology
     first = next(iter(components.values()), {})
     missing_tools = {t: find(t).install for t in ("yosys", "sta", "verilator") if not find(t).found or t in skip_tools}
@@ -54,7 +74,11 @@ def collect_figures(cfg, *, workers: int = 2, liberty=None, clock_mhz=None, tran
                                     for k, v in TABLE_III.items()},
                       "core_total": {"area_mm2": CORE_TOTAL[0], "power_mw": CORE_TOTAL[1]},
                       "dre_memory_kb": DRE_MEMORY_KB, **PAPER_NODE}}
-    return {"meta": meta, "components": components}
+    if fpga_meta:
+        meta["fpga"] = fpga_meta
+    from .core_section import core_summary
+
+    return {"meta": meta, "components": components, "core": core_summary(components, cfg)}
 
 
 def fmt_value(v, fmt="{:.4g}", none="—") -> str:
@@ -76,20 +100,20 @@ def _paper_rows(components):
     rows = []
     for block, comp in PAPER_BLOCKS.items():
         if block == "DRE":
-            parts = [components[c] for c in ("hcu", "wtu") if c in components]
+            parts = [components[c] for c in ("hcu", "wtu", "kvmu") if c in components]
             rec = components.get("dre")
             paper_area = sum(TABLE_III[b][0] for b in ("HCU", "WTU", "KVMU"))
             paper_power = sum(TABLE_III[b][2] for b in ("HCU", "WTU", "KVMU"))
             if rec is None:
-                status = ("`dre` top is not registered yet" + (" (HCU + WTU shown summed)" if parts else "")
-                          + "; the paper's DRE includes the KVMU")
+                status = "`dre` top is not registered yet" + (" (the blocks shown summed)" if parts else "")
                 area = sum(_scaled(p, "area_mm2") or 0 for p in parts) if parts else None
                 power = sum(_scaled(p, "power_mw") or 0 for p in parts) if parts else None
                 fmax = min((_scaled(p, "fmax_mhz") for p in parts if _scaled(p, "fmax_mhz")), default=None)
                 mem = _memory_kb(parts) if parts else None
             else:
-                status, area, power, fmax = "measured (no KVMU RTL yet)", _scaled(rec, "area_mm2"), \
-                    _scaled(rec, "power_mw"), _scaled(rec, "fmax_mhz")
+                status = "measured (HCU + WTU + KVMU)" if rec.get("scaled") else \
+                    "partial: " + "; ".join(sorted(rec["missing"]))
+                area, power, fmax = _scaled(rec, "area_mm2"), _scaled(rec, "power_mw"), _scaled(rec, "fmax_mhz")
                 mem = _memory_kb([rec])
             rows.append(("DRE (HCU+WTU+KVMU)", paper_area, paper_power, area, power, fmax, status, mem))
             continue
@@ -154,7 +178,8 @@ def render_report(data: dict, out: Path) -> Path:
     for block, pa, pp, a, p, fmax, status, mem in rows:
         L.append(f"| {block} | {pa:.3g} | {fmt_value(a)} | {pp:.4g} | {fmt_value(p)} | {fmt_value(fmax, '{:.0f}')} | "
                  f"{fmt_value(mem, '{:.3f}')} | {status} |")
-    others = [n for n in comps if n not in PAPER_BLOCKS.values()]
+    others = [n for n in comps if n not in PAPER_BLOCKS.values() and not comps[n].get("hierarchy")
+              and n != "mac_tree"]
     if others:
         L += ["", "Other components (not rows of Table III), scaled the same way: " + "; ".join(
             f"`{n}` ({comps[n]['description']}): {fmt_value(_scaled(comps[n], 'area_mm2'))} mm², "
@@ -163,13 +188,17 @@ def render_report(data: dict, out: Path) -> Path:
             for n in others) + "."]
     L += ["", f"Paper DRE memory: {DRE_MEMORY_KB} KB (128 B + 4 KB + 8 KB + 8 KB). Paper core: "
           f"{CORE_TOTAL[0]} mm², {CORE_TOTAL[1]} mW.", ""]
+    from .core_section import core_section
+
+    core_lines, core_plots = core_section(data.get("core"), comps, target, out)
+    L += core_lines
     shares = [(b, a, p) for b, _, _, a, p, *_ in rows if b in ("HCU", "WTU") and a]
     if len(shares) == 2:
         (b1, a1, p1), (b2, a2, p2) = shares
         L += [f"Ratios (independent of absolute scaling): {b2}/{b1} area vrex {a2 / a1:.2f}× vs paper "
               f"{TABLE_III[b2][0] / TABLE_III[b1][0]:.2f}×; power vrex {fmt_value(p2 / p1 if p1 else None)}× "
               f"vs paper {TABLE_III[b2][2] / TABLE_III[b1][2]:.2f}×.", ""]
-    plots = []
+    plots = list(core_plots)
     if any(r[3] is not None for r in rows):
         plots.append(bar_vs_paper([(r[0].split()[0], r[3], r[1]) for r in rows], "area (mm²)",
                                   "Area: vrex scaled vs paper Table III", out / "area_vs_paper.png"))
@@ -195,6 +224,9 @@ def render_report(data: dict, out: Path) -> Path:
     for name, r in comps.items():
         if r.get("missing"):
             L += [f"Missing for `{name}`:", ""] + [f"- {k}: {v}" for k, v in r["missing"].items()] + [""]
+
+    if meta.get("fpga"):
+        L += _fpga_section(meta["fpga"], comps, out, plots)
 
     L += ["## Per-block breakdown", ""]
     breakdowns = {}
@@ -264,7 +296,9 @@ def render_report(data: dict, out: Path) -> Path:
           "- **Memories**: SRAM macros from a fit of the ASAP7 SRAM liberties (area, access energy, timing), moved to"
           " the library node, access rate from the SAIF duty of each port enable. The paper's memories come from its"
           " (unnamed) memory compiler.",
-          "- **KVMU** has no RTL in this project yet; its row shows the paper only.", ""]
+          "- **KVMU**: the paper keeps its HC table in DRAM and gives no memory for the KVMU; vrex's KVMU has a data "
+          "buffer between its read and write engines (an SRAM macro) and its per-context state memory, and keeps its "
+          "HC table in device DRAM behind its own AXI port.", ""]
     if scaled:
         L += [f"Scaling used: {scaled['method']}. Source: {scaled['source']}.", ""]
     md = "\n".join(L)
@@ -273,11 +307,72 @@ def render_report(data: dict, out: Path) -> Path:
     return out / "report.md"
 
 
+def _pct(util: dict, bel: str) -> str:
+    u = (util or {}).get(bel)
+    return fmt_value(u and u["percent"], "{:.1f}%")
+
+
+def _cell(name: str) -> str:
+    """A placed cell's name without the suffixes synthesis and packing append (``x_TRELLIS_FF_Q_3`` -> ``x``)."""
+    return re.sub(r"(_TRELLIS_\w*|\$\w*)$", "", name) or name
+
+
+def _fpga_section(f: dict, comps: dict, out: Path, plots: list) -> list[str]:
+    """The FPGA section: block resources, device utilisation and post-route fmax of every component that fits; the
+    ones that do not fit with their utilisation; the ones whose flow failed with the reason."""
+    from .plots import utilisation_plot
+
+    tools = f.get("tools") or {}
+    L = [f"## FPGA implementation: {f['family'].upper()} {f['device']} {f['package']}, speed grade "
+         f"{f['speed_grade']}, {f['clock_mhz']:g} MHz constraint", "",
+         f"Yosys `synth_ecp5` ({(tools.get('yosys') or 'missing').split(', ')[0]}) and nextpnr-ecp5 "
+         f"({tools.get('nextpnr-ecp5') or 'missing'}), placer seed {f['seed']}. Each block is placed and routed out "
+         "of context in a four-pin harness (inputs from a shift chain, outputs captured and shifted out). LUT4 counts "
+         "two LUT4s per CCU2C carry cell; block resources are the block's own (Yosys), device utilisation (harness "
+         "included) and fmax (register to register) are nextpnr's after routing; nextpnr stops improving once the "
+         "constraint is met, so a met fmax is a lower bound.", "",
+         "| component | LUT4 | FF | EBR (DP16KD) | MULT18 | dist. RAM 16×4 | device LUT | device FF | device EBR "
+         "| device MULT18 | fmax MHz | met | critical path |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+    misfits, failed, series = [], [], {}
+    for name, r in comps.items():
+        rec = r.get("fpga")
+        if not rec:
+            continue
+        if rec.get("fits") is None:
+            failed.append(f"- `{name}`: {rec.get('error', 'no FPGA figures')}")
+            continue
+        util = rec["utilisation"]
+        if not rec["fits"]:
+            used = ", ".join(f"{b} {u['used']}/{u['available']} ({fmt_value(u['percent'], '{:.0f}%')})"
+                             for b, u in util.items() if u["used"])
+            misfits.append(f"- `{name}`: {rec['reason']}. Utilisation: {used or 'not reported'}.")
+            continue
+        b, t = rec["block"], rec.get("timing") or {}
+        series[name] = {k: (util.get(bel) or {}).get("percent") or 0.0 for k, bel in (
+            ("LUT", "TRELLIS_COMB"), ("FF", "TRELLIS_FF"), ("EBR", "DP16KD"), ("MULT18", "MULT18X18D"))}
+        path = f"`{_cell(t['startpoint'])}` → `{_cell(t['endpoint'])}`" if t.get("startpoint") else "—"
+        L.append(f"| {name} | {b['lut4']} | {b['ff']} | {b['ebr']} | {b['mult18']} | {b['dist_ram']} "
+                 f"| {_pct(util, 'TRELLIS_COMB')} | {_pct(util, 'TRELLIS_FF')} | {_pct(util, 'DP16KD')} "
+                 f"| {_pct(util, 'MULT18X18D')} | {fmt_value(t.get('fmax_mhz'), '{:.1f}')} "
+                 f"| {'yes' if t.get('met') else 'no'} | {path} |")
+    L.append("")
+    if misfits:
+        L += [f"Components that do not fit the {f['device']}:", ""] + misfits + [""]
+    if failed:
+        L += ["Components without FPGA figures:", ""] + failed + [""]
+    if series:
+        plots.append(utilisation_plot(series, f"{f['device']} {f['package']} utilisation (post-route, harness "
+                                              "included)", out / "fpga_utilisation.png"))
+    return L
+
+
 def write_report(cfg, out_dir: Path | None = None, *, workers: int = 2, liberty=None, clock_mhz=None,
-                 transactions=None, activity=True, skip_tools=(), use_cache=True, progress=True) -> Path:
+                 transactions=None, activity=True, skip_tools=(), use_cache=True, progress=True,
+                 fpga: dict | None = None, components=None) -> Path:
     out = Path(out_dir) if out_dir else build_dir("report")
     out.mkdir(parents=True, exist_ok=True)
     data = collect_figures(cfg, workers=workers, liberty=liberty, clock_mhz=clock_mhz, transactions=transactions,
-                           activity=activity, skip_tools=skip_tools, use_cache=use_cache, progress=progress)
+                           activity=activity, skip_tools=skip_tools, use_cache=use_cache, progress=progress,
+                           fpga=fpga, components=components)
     (out / "figures.json").write_text(json.dumps(data, indent=1, default=str) + "\n")
     return render_report(data, out)

@@ -27,6 +27,7 @@ against cycles (both minimised).
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import itertools
 import json
@@ -40,12 +41,12 @@ from vrex.errors import ConfigError, UsageError
 from vrex.paths import build_dir, git_revision, safe_name
 
 from .figures import figure_tools
-from .parallel import run_jobs
+from .parallel import DaskCluster, run_jobs
 from .report import flat_numbers
 
 __all__ = ["SweepSpec", "SweepResult", "load_spec", "expand", "run_sweep", "row_of"]
 
-_OPTION_KEYS = {"liberty", "clock_mhz", "activity", "transactions", "stimulus"}
+_OPTION_KEYS = {"liberty", "clock_mhz", "activity", "transactions", "stimulus", "fpga"}
 
 
 @dataclass
@@ -69,6 +70,7 @@ class SweepResult:
     csv: Path
     json: Path
     plots: list
+    cached: int = 0
 
 
 def load_spec(path) -> SweepSpec:
@@ -145,6 +147,11 @@ def row_of(name: str, values: dict, component: str, r: dict | None, error: str |
                 "scaled_area_mm2": s.get("area_mm2"), "scaled_power_mw": s.get("power_mw"),
                 "scaled_fmax_mhz": s.get("fmax_mhz")})
     row.update({f"cycles.{k}": v for k, v in flat_numbers((r or {}).get("cycles")).items()})
+    f = (r or {}).get("fpga")
+    if f:
+        b, ft = f.get("block") or {}, f.get("timing") or {}
+        row.update({"fpga_fits": f.get("fits"), "fpga_lut4": b.get("lut4"), "fpga_ff": b.get("ff"),
+                    "fpga_ebr": b.get("ebr"), "fpga_mult18": b.get("mult18"), "fpga_fmax_mhz": ft.get("fmax_mhz")})
     row["status"] = "ok" if r and not error else f"failed: {error}"
     if r and r.get("missing"):
         row["missing"] = "; ".join(f"{k}: {v}" for k, v in r["missing"].items())
@@ -152,7 +159,9 @@ def row_of(name: str, values: dict, component: str, r: dict | None, error: str |
 
 
 def run_sweep(spec_path, *, out_dir: Path | None = None, workers: int = 2, use_cache: bool = True,
-              progress: bool = True) -> SweepResult:
+              progress: bool = True, scheduler: str | None = None) -> SweepResult:
+    """Run a sweep; ``scheduler`` (``"local"`` or a Dask scheduler address) runs the points on a Dask cluster
+    (vrex.synth.parallel), otherwise in ``workers`` local processes. Nothing is written before the cluster answers."""
     from vrex.hdl.registry import component_names, get_component
 
     spec = load_spec(spec_path)
@@ -160,6 +169,20 @@ def run_sweep(spec_path, *, out_dir: Path | None = None, workers: int = 2, use_c
     for c in comps:
         get_component(c)
     points, invalid = expand(spec)
+    options = {k: v for k, v in spec.options.items()}
+    if options.get("fpga"):
+        from .fpga import fpga_settings
+
+        fpga_settings(points[0][2] if points else load_config(spec.base), family=options["fpga"])
+        options["fpga"] = {"family": options["fpga"]}
+    options["use_cache"] = use_cache
+    jobs = [((n, c), c, cfg, options) for n, v, cfg in points for c in comps]
+    # connect (or fail) before anything is written
+    with DaskCluster(scheduler, workers) if scheduler else contextlib.nullcontext() as cluster:
+        return _run_points(spec, comps, points, invalid, jobs, out_dir, workers, progress, cluster)
+
+
+def _run_points(spec, comps, points, invalid, jobs, out_dir, workers, progress, cluster) -> SweepResult:
     out = Path(out_dir) if out_dir else build_dir("sweeps", safe_name(spec.name))
     out.mkdir(parents=True, exist_ok=True)
     import sys
@@ -173,15 +196,14 @@ def run_sweep(spec_path, *, out_dir: Path | None = None, workers: int = 2, use_c
         {"sweep": header, "points": [{"name": n, "values": v, "config_hash": c.hash()} for n, v, c in points],
          "invalid": [{"name": n, "values": v, "reason": r} for n, v, r in invalid]}, sort_keys=False,
         allow_unicode=True))
-    options = {k: v for k, v in spec.options.items()}
-    options["use_cache"] = use_cache
-    jobs = [((n, c), c, cfg, options) for n, v, cfg in points for c in comps]
     values_of = {n: v for n, v, _ in points}
-    rows, failed = [], []
+    rows, failed, cached = [], [], 0
     with open(out / "rows.jsonl", "w") as live:
-        for (name, comp), record, error in run_jobs(jobs, workers, f"sweep {spec.name}", progress):
+        for (name, comp), record, error, from_cache in run_jobs(jobs, workers, f"sweep {spec.name}", progress,
+                                                                cluster):
             row = row_of(name, values_of[name], comp, record, error)
             rows.append(row)
+            cached += from_cache
             if error:
                 failed.append((name, comp, error))
             live.write(json.dumps(row, default=str) + "\n")
@@ -199,7 +221,7 @@ def run_sweep(spec_path, *, out_dir: Path | None = None, workers: int = 2, use_c
                                      "invalid": [{"name": n, "values": v, "reason": r} for n, v, r in invalid]},
                                     indent=1, default=str) + "\n")
     plots = _pareto_plots(rows, comps, spec, out)
-    return SweepResult(spec.name, rows, invalid, failed, csv_path, json_path, plots)
+    return SweepResult(spec.name, rows, invalid, failed, csv_path, json_path, plots, cached)
 
 
 def _pareto_plots(rows, comps, spec, out: Path) -> list:

@@ -1,4 +1,4 @@
-"""Verilog emission: component + config -> ``<top>.v``, a file list and the config snapshot.
+"""Verilog emission: component + config -> ``<top>.v``, a file list, the config snapshot and the IP package.
 
 Output folders are keyed by component and config hash (``build/rtl/<component>-<hash>/``), so an unchanged
 config reuses its Verilog. Each folder holds:
@@ -6,8 +6,10 @@ config reuses its Verilog. Each folder holds:
 - ``<top>.v``      the generated Verilog (Amaranth backend, no source attributes);
 - ``files.f``      the file list for simulators and synthesis tools;
 - ``config.yaml``  the full resolved config that produced it;
-- ``manifest.json`` component, top, config name and hash, vrex and Amaranth versions, and a hash of the
-  ``vrex.hdl`` sources (so an edited component is regenerated, never served stale).
+- ``manifest.json`` component, top, config name and hash, vrex and Amaranth versions, and hashes of the
+  ``vrex.hdl`` sources and of the package generators (so an edited component is regenerated, never served stale);
+- the IP package (:mod:`vrex.synth.package`, docs/ip.md): ``<top>.sdc``, ``<top>.vlt`` (Verilator waivers),
+  ``<top>.core`` (FuseSoC), ``<top>.interface.json`` / ``.md`` and ``tb_<top>.v`` (smoke testbench).
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,8 @@ from vrex import __version__
 from vrex.paths import build_dir
 from vrex.hdl.registry import get_component
 from vrex.tools import python_packages
+
+from .package import check_folder, package_files, package_source_hash, write_atomic, write_package
 
 __all__ = ["Emitted", "emit", "hdl_source_hash", "flow_source_hash"]
 
@@ -36,6 +39,18 @@ class Emitted:
     directory: Path
     verilog: Path
     filelist: Path
+
+    def file(self, role: str) -> Path:
+        """A file of the package by role (:func:`vrex.synth.package.package_files`)."""
+        return self.directory / package_files(self.top)[role]
+
+    @property
+    def waivers(self) -> Path:
+        return self.file("waivers")
+
+    @property
+    def core(self) -> Path:
+        return self.file("core")
 
 
 def _package_hash(package, patterns=("*.py",)) -> str:
@@ -56,6 +71,15 @@ def hdl_source_hash() -> str:
 
 
 @functools.cache
+def bench_source_hash() -> str:
+    """Hash of the vrex.sim and vrex.golden sources (the golden vectors of the package's testbench)."""
+    import vrex.golden
+    import vrex.sim
+
+    return _package_hash(vrex.sim) + _package_hash(vrex.golden)
+
+
+@functools.cache
 def flow_source_hash() -> str:
     """Hash of the flows that turn Verilog into figures (vrex.synth, and the vrex.sim benches that drive the
     activity runs): part of every figures cache key, so a changed script never serves a stale record."""
@@ -66,28 +90,31 @@ def flow_source_hash() -> str:
 
 
 def emit(component: str, cfg, out_dir: str | os.PathLike | None = None, *, force: bool = False) -> Emitted:
-    """Write the Verilog of ``component`` built from ``cfg``; reuse an up-to-date folder unless ``force``."""
+    """Write the Verilog and the IP package of ``component`` built from ``cfg``; reuse an up-to-date folder unless
+    ``force``. An ``out_dir`` that holds something else raises :class:`~vrex.errors.UsageError` before anything is
+    written (:func:`vrex.synth.package.check_folder`)."""
     spec = get_component(component)
     d = Path(out_dir) if out_dir is not None else build_dir("rtl", f"{component}-{cfg.hash()}")
-    d.mkdir(parents=True, exist_ok=True)
-    vfile, flist, manifest = d / f"{spec.top}.v", d / "files.f", d / "manifest.json"
+    files = package_files(spec.top)
+    e = Emitted(component, spec.top, d, d / files["verilog"], d / files["filelist"])
+    manifest = d / files["manifest"]
     meta = {"component": component, "top": spec.top, "config": cfg.name, "config_hash": cfg.hash(),
-            "vrex": __version__, "amaranth": python_packages().get("amaranth"), "hdl_sources": hdl_source_hash()}
-    if not force and vfile.is_file() and manifest.is_file():
+            "vrex": __version__, "amaranth": python_packages().get("amaranth"), "hdl_sources": hdl_source_hash(),
+            "package": package_source_hash(), "benches": bench_source_hash()}
+    if out_dir is not None:   # the build folder is named by component and hash: nothing else can be in it
+        check_folder(d, component, spec.top, cfg)
+    if not force and manifest.is_file() and all((d / name).is_file() for name in files.values()):
         try:
             if json.loads(manifest.read_text()) == meta:
-                return Emitted(component, spec.top, d, vfile, flist)
+                return e
         except json.JSONDecodeError:
             pass
-    text = verilog.convert(spec.build(cfg), name=spec.top, emit_src=False)
-    _write_atomic(vfile, text)
-    _write_atomic(flist, f"{vfile.name}\n")
-    _write_atomic(d / "config.yaml", cfg.dump_yaml())
-    _write_atomic(manifest, json.dumps(meta, indent=2) + "\n")
-    return Emitted(component, spec.top, d, vfile, flist)
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    d.mkdir(parents=True, exist_ok=True)
+    dut = spec.build(cfg)
+    text = verilog.convert(dut, name=spec.top, emit_src=False)
+    write_atomic(e.verilog, text)
+    write_atomic(e.filelist, f"{e.verilog.name}\n")
+    write_atomic(d / files["config"], cfg.dump_yaml())
+    write_package(d, component, spec, dut, text, cfg)
+    write_atomic(manifest, json.dumps(meta, indent=2) + "\n")
+    return e

@@ -61,3 +61,150 @@ def wtu_exp2_reversed_lut(scores, counts, **kw):
     lut = tuple(reversed(exp_lut(exp.lut_entries, exp.mantissa_bits)))
     return select_exp2(list(scores), list(counts), ratio_q=kw["ratio_q"], ratio_bits=kw["ratio_bits"], params=exp,
                        lut=lut)
+
+
+# ---- performance model: deliberately wrong device tiers (tests/test_perf_tier.py must catch them) ----------------
+
+
+def _perf_tier():
+    from vrex.perf.memory import DeviceTier
+
+    return DeviceTier
+
+
+def tier_per_stream():
+    """Device tier whose capacity every stream gets whole (not shared by the batch)."""
+    DeviceTier = _perf_tier()
+
+    class PerStream(DeviceTier):
+        def device_tokens(self, cfg, batch, kv_tokens):
+            return super().device_tokens(cfg, 1, kv_tokens)
+
+    return PerStream("capacity")
+
+
+def tier_without_staging():
+    """Device tier that forgets to carve the retrieval staging area out of its capacity."""
+    DeviceTier = _perf_tier()
+
+    class NoStaging(DeviceTier):
+        def device_tokens(self, cfg, batch, kv_tokens):
+            window = min(kv_tokens, cfg.resv.recent_window_tokens + cfg.resv.sink_tokens)
+            per_stream = int(self.capacity_bytes(cfg, batch) // (batch * cfg.model.kv_bytes_per_token))
+            return min(kv_tokens, max(window, per_stream))
+
+    return NoStaging("capacity")
+# ---- LXE (golden/lxe) ---------------------------------------------------------------------------------------
+
+
+def _truncate_scaled(S, scale, fmt, negzero=False):
+    """round_scaled with truncation toward zero instead of RNE."""
+    from vrex.golden.lxe.numerics import round_scaled
+
+    if S == 0:
+        return round_scaled(0, 0, fmt, negzero=negzero)
+    sh = max(0, abs(S).bit_length() - fmt.precision)
+    q = (abs(S) >> sh) * (-1 if S < 0 else 1)
+    return round_scaled(q, scale + sh, fmt)
+
+
+def mac_truncates(a_beats, b_beats, guard_bits):
+    """MAC tree: the result is truncated instead of rounded to nearest even."""
+    from vrex.golden.lxe import mac_tree as gm
+    from vrex.golden.lxe.numerics import BF16, FP32
+
+    st = gm.AccState()
+    for x, y in zip(a_beats, b_beats):
+        st = gm.accumulate(st, gm.beat_sum(x, y, guard_bits))
+    exact = gm.finish(st, guard_bits)
+    if st.nan or st.pinf or st.ninf:
+        return exact
+    scale = st.e - gm.PRODUCT_BIAS - guard_bits
+    return (_truncate_scaled(st.S, scale, FP32, st.negzero), _truncate_scaled(st.S, scale, BF16, st.negzero))
+
+
+def mac_reversed_beats(a_beats, b_beats, guard_bits):
+    """MAC tree: beats accumulated last to first (a wrong accumulation order)."""
+    from vrex.golden.lxe.mac_tree import dot_beats
+
+    return dot_beats(a_beats, b_beats, guard_bits, order=list(reversed(range(len(a_beats)))))
+
+
+def mac_no_ftz(a_beats, b_beats, guard_bits):
+    """MAC tree: results below the normal range become subnormals (gradual underflow) instead of zero."""
+    from vrex.golden.lxe import mac_tree as gm
+    from vrex.golden.lxe.numerics import BF16, FP32, round_fixed
+
+    st = gm.AccState()
+    for x, y in zip(a_beats, b_beats):
+        st = gm.accumulate(st, gm.beat_sum(x, y, guard_bits))
+    out = list(gm.finish(st, guard_bits))
+    scale = st.e - gm.PRODUCT_BIAS - guard_bits
+    for k, fmt in enumerate((FP32, BF16)):
+        if st.S and not (st.nan or st.pinf or st.ninf) and out[k] & ~(1 << (fmt.width - 1)) == 0:
+            q = abs(round_fixed(st.S, scale, 2 * fmt.width, fmt.bias - 1 + fmt.frac_bits))
+            if 0 < q < 1 << fmt.frac_bits:
+                out[k] = (int(st.S < 0) << (fmt.width - 1)) | q
+    return tuple(out)
+
+
+def vpe_add_truncates(beats, lanes, **kw):
+    """VPE: add results truncated instead of rounded to nearest even (other ops exact)."""
+    import dataclasses
+
+    from vrex.golden.lxe import vpe as gv
+    from vrex.golden.lxe.numerics import BF16, FP32
+
+    out = gv.vpe_beats(beats, lanes, **kw)
+    G = kw["guard_bits"]
+    for beat, (res, _) in zip(beats, out):
+        if beat["op"] != "add":
+            continue
+        for k in range(lanes):
+            v = gv._value([gv.term_a(beat["a"][k]), gv.term_b(beat["b"][k])], G)
+            if gv._special(v) is None and v.S:
+                scale = v.e - gv.TERM_BIAS - G
+                res[k] = dataclasses.replace(res[k], value=_truncate_scaled(v.S, scale, FP32),
+                                             bf16=_truncate_scaled(v.S, scale, BF16))
+    return out
+# ---- KVMU golden references (tests/test_kvmu.py): each must make the RTL bench report a mismatch ----------------
+
+from vrex.golden.kvmu import Burst, Coalescer, KVMUModel, legalise as _legalise  # noqa: E402
+
+
+class KVMUSplitsPastTheBoundary(KVMUModel):
+    """KVMU: cuts bursts one beat after the 4 KiB / burst boundary (an off-by-one in the split)."""
+
+    def legalise(self, r):
+        out = _legalise(r, self.map.burst_bytes, self.map.beat_bytes)
+        if len(out) < 2:
+            return out
+        a, b = out[0], out[1]
+        return [Burst(a.src, a.dst, a.beats + 1), Burst(b.src + self.map.beat_bytes, b.dst + self.map.beat_bytes,
+                                                        b.beats - 1)] + out[2:] if b.beats > 1 else out
+
+
+class KVMUDropsTheLastBeat(KVMUModel):
+    """KVMU: a multi-beat transfer loses its last beat."""
+
+    def legalise(self, r):
+        out = _legalise(r, self.map.burst_bytes, self.map.beat_bytes)
+        last = out[-1]
+        return out[:-1] + ([Burst(last.src, last.dst, last.beats - 1)] if last.beats > 1 else [])
+
+
+class _InvertedGap(Coalescer):
+    def mergeable(self, p, r):
+        from vrex.golden.kvmu import PREFETCH
+
+        if r.mode != PREFETCH:
+            return super().mergeable(p, r)
+        g = r.src - (p.src + p.length)
+        return p.mode == PREFETCH and g > self.gap and self.cursor + g + r.length <= self.limit
+
+
+class KVMUInvertsTheGapRule(KVMUModel):
+    """KVMU: merges prefetch ranges whose gap is larger than coalesce_gap_bytes instead of at most."""
+
+    def make_coalescer(self, gap_bytes):
+        return _InvertedGap(gap_bytes)

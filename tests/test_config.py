@@ -10,9 +10,9 @@ from vrex.config import Config, ConfigError, builtin_config_names, field_docs, l
 
 
 def test_builtin_configs_load_and_differ():
-    assert builtin_config_names() == ["edge", "server", "tiny"]
+    assert builtin_config_names() == ["edge", "server", "smollm2", "tiny"]
     hashes = {n: load_config(n).hash() for n in builtin_config_names()}
-    assert len(set(hashes.values())) == 3
+    assert len(set(hashes.values())) == 4
 
 
 def test_default_is_the_paper_edge_system():
@@ -93,7 +93,7 @@ def test_malformed_yaml_names_the_line(tmp_path):
 def test_missing_file_and_unknown_name():
     with pytest.raises(ConfigError, match=r"no such file"):
         load_config("does/not/exist.yaml")
-    with pytest.raises(ConfigError, match=r"neither a file nor a built-in config; built-in names are edge, server, tiny"):
+    with pytest.raises(ConfigError, match=r"neither a file nor a built-in config; built-in names are edge, server, smollm2, tiny"):
         load_config("nosuchname")
 
 

@@ -100,13 +100,13 @@ def test_cocotb_catches_a_wrong_reference(simulator, work_dir):
 
 def test_generic_figures_are_the_blocks_plus_counters():
     cfg = BY_ID["dre-tiny"].config()
-    dre, hcu, wtu = (generic_figures(emit(c, cfg)) for c in ("dre", "hcu", "wtu"))
+    dre, hcu, wtu, kvmu = (generic_figures(emit(c, cfg)) for c in ("dre", "hcu", "wtu", "kvmu"))
     counters = len(DRE_COUNTERS) * cfg.dre.counter_bits + 1      # the status counters and the WTU-active flag
-    blocks = hcu["flops"] + wtu["flops"] + counters
+    blocks = hcu["flops"] + wtu["flops"] + kvmu["flops"] + counters
     assert 0.95 * blocks <= dre["flops"] <= blocks      # flattening may merge a few registers across the blocks
-    assert hcu["cells"] + wtu["cells"] < dre["cells"]
+    assert hcu["cells"] + wtu["cells"] + kvmu["cells"] < dre["cells"]
     assert sorted(m["name"] for m in dre["sram_memories"]) == \
-        sorted(m["name"] for m in hcu["sram_memories"] + wtu["sram_memories"])
+        sorted(m["name"] for m in hcu["sram_memories"] + wtu["sram_memories"] + kvmu["sram_memories"])
 
 
 def test_the_top_adds_no_cycles():
@@ -128,3 +128,22 @@ def test_the_top_adds_no_cycles():
             inner = port.removeprefix("in:")
             outer = ("in:" if port.startswith("in:") else "") + PORTS[inner]
             assert dre.handshake_cycles[outer] == cycles, port
+
+
+@pytest.mark.sim
+def test_cocotb_kvmu_in_the_dre_replays_the_golden_session(work_dir):
+    """The third block of the DRE: the KVMU jobs of the session whose HCU and WTU jobs the tests above replay."""
+    from vrex.golden.kvmu import session_jobs
+    from vrex.golden.traces import TraceOptions, make_trace
+    from vrex.sim.kvmu import make_bench as kvmu_bench, run_bench
+
+    cfg = BY_ID["dre-tiny"].config().with_overrides(
+        {"dre.kvmu.device_capacity_bytes": 32768 + 4 * 89 * 64, "dre.kvmu.staging_bytes": 32768,
+         "dre.kvmu.context_tokens": 512, "dre.kvmu.table_clusters": 256})
+    trace = make_trace(cfg, "synthetic", layers=[0], options=TraceOptions(frames=14))
+    streams = make_bench(cfg, jobs=record_jobs(cfg, trace, max_jobs=8, layers=[0]), p_valid=0.7, p_ready=0.6)
+    check(run_cocotb(emit("dre", cfg), streams, "verilator", work_dir / "hcu_wtu"), streams)
+    bench = kvmu_bench(cfg, jobs=session_jobs(cfg, trace, layers=[0]), seed=3, prefix="kvmu_", p_pause=0.1)
+    assert sum(len(e["bursts"]["host"]) for e in bench.expected) > 10
+    result = run_bench(emit("dre", cfg), bench, "verilator", work_dir / "kvmu")
+    assert not bench.report(result), bench.report(result)

@@ -44,6 +44,12 @@ def test_golden_prints_table_writes_json_and_plot(capsys, tmp_path):
     assert 0 < r["resv"]["frame"]["retrieval_ratio"] <= 1 and 0 < r["infinigen"]["frame"]["retrieval_ratio"] < 1
     assert report["per_layer_head"]["retrieval_ratio"]["resv"]["frame"][1][0] is not None
     assert "mean_buckets_walked" in report["resv"]["resv"]["wtu"]["frame"]
+    kv = report["kvmu"]       # the KVMU's traffic for the system model; tiny's auto capacity never evicts
+    assert kv["measured"] and kv["config_hash"] == report["config_hash"] and kv["capacity_source"] == "auto"
+    for stage in ("frame", "text"):
+        assert {"payload_bytes", "bytes_moved", "bursts", "commands", "stalls"} <= set(kv[stage])
+        assert kv[stage]["bytes_moved"] == 0 and kv[stage]["stalls"] > 0
+    assert "kvmu (capacity" in out
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20000
 
 

@@ -104,7 +104,7 @@ def test_trace_shapes_must_match_the_config(synthetic, tmp_path):
     with pytest.raises(TraceError, match=r"tensor q\.0 has shape \(\d+, 4, 16\) but the config has "
                                          r"model\.query_heads = 32"):
         load_trace(path, load_config("edge"))
-    with pytest.raises(TraceError, match="neither synthetic, video, nor an existing"):
+    with pytest.raises(TraceError, match="neither synthetic, video, llm-video, nor an existing"):
         make_trace(TINY, "nonsense")
 
 

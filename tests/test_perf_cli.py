@@ -80,7 +80,7 @@ def test_golden_json_ratios_are_used_and_named(tmp_path, capsys):
     code, out, _ = run(capsys, "perf", "--config", "tiny", "--no-plot", "--no-figures", "--plot", str(tmp_path),
                        "--golden-json", str(g))
     assert code == 0
-    assert f"ReSV 20.0% / 1.0% [measured ({g})]" in out
+    assert f"ReSV 20.0% / 1.0% [measured ({g}; constant)]" in out
     assert "method 'rekv' missing; its ratios fall back to paper Table II" in out
 
 
@@ -96,7 +96,8 @@ def test_bad_input_is_one_line(tmp_path, capsys, argv, message):
 
 
 def test_set_overrides_any_key(tmp_path, capsys):
-    base = ["perf", "--no-plot", "--no-figures", "--plot", str(tmp_path), "--kv-sizes", "40960", "--batches", "1"]
+    base = ["perf", "--no-plot", "--no-figures", "--plot", str(tmp_path), "--kv-sizes", "40960", "--batches", "1",
+            "--set", "dre.kvmu.device_capacity_bytes=1000000000"]
     code, out, _ = run(capsys, *base)
     assert code == 0
     rec = json.loads((tmp_path / "perf.json").read_text())

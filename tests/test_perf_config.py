@@ -41,7 +41,7 @@ def test_weights_larger_than_device_memory(tmp_path):
 def test_batch_that_does_not_fit_in_device_memory(tmp_path):
     msg = _err(tmp_path, "perf:\n  batches: [1, 64]\n")
     assert msg.startswith("bad.yaml: system.dram.capacity_gb = 32.0: is too small for batch 64 at KV size 40960: "
-                          "weights 15.9 GB + resident window 8.6 GB + two layers of fetched KV 21.5 GB = 45.9 GB")
+                          "weights 15.9 GB + resident window 8.6 GB + two layers of fetched KV 20.9 GB = 45.4 GB")
     assert msg.endswith("reduce perf.batches, perf.kv_sizes or resv.recent_window_tokens.")
 
 

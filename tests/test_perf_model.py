@@ -13,6 +13,7 @@ from vrex.config import load_config
 from vrex.perf import evaluate, simulate_step
 from vrex.perf.dre_timing import dre_timing
 from vrex.perf.energy import GPU_PARTS, VREX_PARTS
+from vrex.perf.memory import vrex_tier
 from vrex.perf.model import gpu_system, vrex_system
 from vrex.perf.policies import BASELINES, policies
 from vrex.perf.timeline import Timeline
@@ -21,8 +22,22 @@ from vrex.perf.workload import KVGeometry, decode_step, frame_step, question_ste
 STEPS = {"frame": frame_step, "question": question_step, "decode": decode_step}
 
 
-@pytest.fixture(scope="module", params=["edge", "server"])
+def small_capacity(cfg) -> int:
+    """5% more than the least valid explicit capacity: the largest batch's sinks, windows and staging area."""
+    return int(1.05 * cfg.min_device_capacity_bytes())
+
+
+def offloading(base: str, **over):
+    """``base`` (and ``over``) with a device tier that holds little more than the windows and staging area, so large
+    caches cross the link."""
+    cfg = load_config(base).with_overrides(over)
+    return cfg.with_overrides({"dre.kvmu.device_capacity_bytes": small_capacity(cfg)})
+
+
+@pytest.fixture(scope="module", params=["edge", "server", "edge-small-tier"])
 def ev(request):
+    if request.param == "edge-small-tier":
+        return evaluate(offloading("edge"))
     return evaluate(load_config(request.param))
 
 
@@ -69,6 +84,8 @@ def test_latency_never_beats_the_weight_compute_or_link_floor(ev):
         assert r.latency >= r.weight_floor, (key, r.step)
         assert r.latency >= r.compute_floor, (key, r.step)
         assert r.latency >= r.link_floor, (key, r.step)
+        assert r.latency >= r.dram_floor * (1 - 1e-12), (key, r.step)
+        assert r.dram_floor >= r.weight_floor
         n += 1
     assert n > 100
 
@@ -111,15 +128,15 @@ def test_timeline_respects_dependencies_and_resources():
 @pytest.mark.parametrize("base", ["edge", "server"])
 def test_latency_and_energy_are_monotone_in_kv_size(base):
     sizes = [256, 1024, 1500, 3000, 6000, 12000, 24000, 48000, 96000]
-    cfg = load_config(base).with_overrides({"perf.kv_sizes": sizes})
+    cfg = offloading(base, **{"perf.kv_sizes": sizes})
     sweep = _sweep(cfg)
     for (key, b, kind), rs in sweep.items():
         assert _non_decreasing([r.latency for r in rs]), (key, b, kind)
         assert _non_decreasing([r.energy_total for r in rs]), (key, b, kind)
-    # and more KV really costs more once it is offloaded
+    # and more KV really costs more once it overflows the device tier
     for key in ("vrex", "gpu:flexgen"):
         rs = sweep[key, 1, "frame"]
-        assert rs[-1].latency > 2 * rs[1].latency
+        assert rs[-1].counters.read.payload > 0 and rs[-1].latency > 2 * rs[1].latency
 
 
 @pytest.mark.parametrize("base,overlap", [("edge", "prefetch"), ("edge", "serial"), ("server", "prefetch")])
@@ -127,8 +144,8 @@ def test_latency_and_energy_are_monotone_in_retrieval_ratio(base, overlap):
     ratios = [0.0, 0.02, 0.1, 0.25, 0.327, 0.5, 0.75, 1.0]
     out = {}
     for r in ratios:
-        cfg = load_config(base).with_overrides({
-            "perf.kv_sizes": [20480], "perf.batches": [2], "perf.overlap": overlap,
+        cfg = offloading(base, **{
+            "perf.kv_sizes": [40960], "perf.batches": [2], "perf.overlap": overlap,
             "perf.frame_ratio": r, "perf.text_ratio": r, "perf.infinigenp.frame_ratio": r,
             "perf.infinigenp.text_ratio": r,
             "perf.infinigen.text_ratio": r, "perf.rekv.frame_ratio": r, "perf.rekv.text_ratio": r})
@@ -143,12 +160,15 @@ def test_latency_and_energy_are_monotone_in_retrieval_ratio(base, overlap):
 
 
 def test_batching_raises_throughput_without_beating_single_stream_latency():
+    """Batching never makes a step faster, and never lowers throughput while every stream keeps the same share of
+    device memory (the window-only GPU baselines; V-Rex while the batch's KV fits its tier)."""
     cfg = load_config("edge").with_overrides({"perf.batches": [1, 2, 4, 8, 16], "perf.kv_sizes": [1024, 10240, 40960]})
     sweep = _sweep(cfg)
     for (key, b, kind), rs in sweep.items():
         for r, r1 in zip(rs, sweep[key, 1, kind]):
             assert r.latency >= r1.latency * (1 - 1e-12), (key, b, kind)
-            assert r.throughput >= r1.throughput * (1 - 1e-9), (key, b, kind)
+            if r.geometry.host == r1.geometry.host:
+                assert r.throughput >= r1.throughput * (1 - 1e-9), (key, b, kind)
             assert r.latency >= max(r.weight_floor, r.compute_floor, r.link_floor)
     # where weight streaming dominates, batching is nearly free
     assert sweep["vrex", 16, "decode"][0].throughput > 10 * sweep["vrex", 1, "decode"][0].throughput
@@ -159,7 +179,7 @@ def test_batching_raises_throughput_without_beating_single_stream_latency():
 
 @pytest.mark.parametrize("base", ["edge", "server"])
 def test_prefetch_never_loses_to_serial(base):
-    cfg = load_config(base).with_overrides({"perf.kv_sizes": [1024, 10240, 40960], "perf.batches": [1, 4]})
+    cfg = offloading(base, **{"perf.kv_sizes": [1024, 10240, 40960], "perf.batches": [1, 4]})
     pre = _sweep(cfg)
     ser = _sweep(cfg.with_overrides({"perf.overlap": "serial"}))
     gain = 0
@@ -172,7 +192,7 @@ def test_prefetch_never_loses_to_serial(base):
 
 @pytest.mark.parametrize("base", ["edge", "server"])
 def test_cluster_contiguous_layout_never_moves_more_than_token_order(base):
-    cfg = load_config(base)
+    cfg = offloading(base)
     sweep = _sweep(cfg.with_overrides({"perf.batches": [1]}), kinds=("frame",))
     for cl, tok in zip(sweep["vrex", 1, "frame"], sweep["vrex_token_order", 1, "frame"]):
         assert cl.counters.read.payload == pytest.approx(tok.counters.read.payload)
@@ -184,27 +204,32 @@ def test_cluster_contiguous_layout_never_moves_more_than_token_order(base):
 
 
 def test_every_layer_fetches_its_selection_exactly_once(ev):
+    """The link carries the host-tier share of every layer's selection, once: ratio x host tokens x KV bytes."""
     cfg = ev.cfg
     for pt in ev.points:
-        geom = KVGeometry.of(cfg, pt.kv)
         for kind in STEPS:
             for key, r in getattr(pt, kind).items():
-                pol = ev.systems[key].policy
-                expect = pol.ratio(r.step.stage) * geom.offloaded * cfg.model.kv_bytes_per_token * pt.batch
+                system = ev.systems[key]
+                geom = KVGeometry.of(cfg, pt.kv, system.tier, pt.batch)
+                assert r.geometry == geom
+                expect = system.policy.ratio(r.step.stage) * geom.host * cfg.model.kv_bytes_per_token * pt.batch
                 assert r.counters.read.payload == pytest.approx(expect), (key, kind, pt.kv)
                 assert r.counters.read.moved >= r.counters.read.payload * (1 - 1e-12)
 
 
 def test_dre_work_runs_on_the_dre_and_gpu_work_on_the_gpu():
-    cfg = load_config("edge")
+    cfg = offloading("edge")
     pols, dre = policies(cfg), dre_timing(cfg)
     v = simulate_step(cfg, vrex_system(cfg, pols), frame_step(cfg, 40960, 1), dre)
     g = simulate_step(cfg, gpu_system(cfg, pols, "resv"), frame_step(cfg, 40960, 1), dre)
     assert v.busy["hcu"] > 0 and v.busy["wtu"] > 0 and v.counters.work.irregular_ops == 0
     assert "hcu" not in g.busy and g.counters.work.irregular_ops > 0
     assert v.counters.hcu_compares > 0 and g.counters.hcu_compares == 0
-    # same selection, same payload
-    assert v.counters.read.payload == pytest.approx(g.counters.read.payload)
+    # the same selection of candidates; each fetches its own host tier's share of it
+    assert v.geometry.candidates == g.geometry.candidates and v.geometry.host < g.geometry.host
+    kv_bytes = cfg.model.kv_bytes_per_token
+    for r in (v, g):
+        assert r.counters.read.payload == pytest.approx(cfg.perf.frame_ratio * r.geometry.host * kv_bytes)
 
 
 # ---- energy -------------------------------------------------------------------------------------------------------
@@ -218,7 +243,7 @@ def test_energy_is_the_sum_of_nonnegative_parts(ev):
 
 
 def test_energy_parts_recomputed_from_the_counters():
-    cfg = load_config("edge")
+    cfg = offloading("edge")
     pols, dre = policies(cfg), dre_timing(cfg)
     e, link = cfg.perf.energy, cfg.system.link
     v = simulate_step(cfg, vrex_system(cfg, pols), frame_step(cfg, 40960, 2), dre)
@@ -249,7 +274,7 @@ def test_energy_parts_recomputed_from_the_counters():
     ({"perf.energy.static_w": 4.0}, "static"),
 ])
 def test_each_energy_part_scales_with_its_own_unit_energy_only(overrides, part):
-    cfg = load_config("edge")
+    cfg = offloading("edge")
     pols, dre = policies(cfg), dre_timing(cfg)
     step = frame_step(cfg, 40960, 1)
     base = simulate_step(cfg, vrex_system(cfg, pols), step, dre)
@@ -280,12 +305,21 @@ def test_dre_cycle_formulas():
     assert d.hcu_pj_per_compare == cfg.perf.energy.hcu_pj_per_compare
 
 
-def test_geometry_splits_resident_and_offloaded():
+def test_geometry_splits_window_device_and_host():
     cfg = load_config("edge")
-    g = KVGeometry.of(cfg, 40960)
-    assert (g.resident, g.offloaded, g.slice_bytes, g.token_layer_bytes) == (1024, 39936, 256, 4096)
-    assert KVGeometry.of(cfg, 500).offloaded == 0
+    g = KVGeometry.of(cfg, 40960)           # window only: every candidate is in the host tier
+    assert (g.window, g.candidates, g.device_old, g.host, g.slice_bytes, g.token_layer_bytes) == \
+        (1024, 39936, 0, 39936, 256, 4096)
+    assert KVGeometry.of(cfg, 500).candidates == 0 and KVGeometry.of(cfg, 500).host == 0
     assert math.isclose(g.token_layer_bytes * cfg.model.layers, cfg.model.kv_bytes_per_token)
+    tier = vrex_tier(cfg)                   # auto: 32 GB - weights - activations, staging carved out of it
+    cap = cfg.device_kv_capacity_bytes(4)
+    assert cap == pytest.approx(32e9 - cfg.model.weight_bytes_total - cfg.activation_bytes(4)
+                                 - 4 * cfg.kvmu_map.table_bytes)
+    g4 = KVGeometry.of(cfg, 40960, tier, 4)
+    per_stream = int((cap - cfg.kv_staging_bytes(4, 40960)) // (4 * cfg.model.kv_bytes_per_token))
+    assert (g4.window + g4.device_old, g4.host) == (per_stream, 40960 - per_stream)
+    assert KVGeometry.of(cfg, 40960, tier, 1).host == 0      # one stream's 5.4 GB fits
 
 
 def test_laws_hold_for_random_systems():
@@ -305,9 +339,11 @@ def test_laws_hold_for_random_systems():
             "perf.vrex.dram_efficiency": rng.uniform(0.3, 1), "perf.gpu.irregular_efficiency": rng.uniform(0.001, 0.5),
             "resv.dense_layers": rng.choice([0, 2]), "resv.cluster_scope": rng.choice(["kv_head", "layer"]),
             "resv.hyperplane_sharing": "per_layer"})
+        if rng.random() < 0.5:
+            cfg = cfg.with_overrides({"dre.kvmu.device_capacity_bytes": small_capacity(cfg)})
         sweep = _sweep(cfg)
-        geom = KVGeometry.of(cfg, cfg.perf.kv_sizes[0])
         for (key, b, kind), (r,) in sweep.items():
+            geom = r.geometry
             assert r.latency >= max(r.weight_floor, r.compute_floor, r.link_floor) * (1 - 1e-12), (i, key, kind)
             assert sum(r.exposed.values()) == pytest.approx(r.latency, rel=1e-9)
             assert all(v >= 0 for v in r.energy.values())
@@ -317,6 +353,6 @@ def test_laws_hold_for_random_systems():
                 dense = cfg.resv.dense_layers if key == "vrex" else 0
                 ratio = pol.ratio(r.step.stage)
                 layers = cfg.model.layers
-                fetched = (dense + (layers - dense) * ratio) * geom.offloaded * (1 - cfg.perf.reuse_fraction)
+                fetched = (dense + (layers - dense) * ratio) * geom.host * (1 - cfg.perf.reuse_fraction)
                 expect = fetched * cfg.model.kv_bytes_per_token / layers * b
                 assert r.counters.read.payload == pytest.approx(expect), (i, key, kind)

@@ -2,12 +2,15 @@
 
 import pytest
 
-from vrex.sim.cases import DRE_CASES, HAMMING_LANES_CASES, HCU_CASES, WTU_CASES
+from vrex.sim.cases import DRE_CASES, HAMMING_LANES_CASES, HCU_CASES, KVMU_CASES, LXE_CASES, WTU_CASES
 from vrex.synth.generic import structural_check
 from vrex.synth.lint import verilator_lint
 from vrex.synth.verilog import emit
 
-TABLES = {"hamming_lanes": HAMMING_LANES_CASES, "hcu": HCU_CASES, "wtu": WTU_CASES, "dre": DRE_CASES}
+_LXE_SMALL = [c for c in LXE_CASES if c.id in ("lxe-tiny", "tree16-cuts-lanes8")]
+TABLES = {"hamming_lanes": HAMMING_LANES_CASES, "hcu": HCU_CASES, "wtu": WTU_CASES, "dre": DRE_CASES,
+          "kvmu": KVMU_CASES, "mac_tree": LXE_CASES, "dpe": _LXE_SMALL, "vpe": _LXE_SMALL, "lxe": LXE_CASES[:1],
+          "core": LXE_CASES[:1]}
 PARAMS = [pytest.param(component, case, id=f"{component}-{case.id}")
           for component, cases in TABLES.items() for case in cases]
 

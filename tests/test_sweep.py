@@ -1,7 +1,14 @@
 """`vrex sweep`: spec expansion, invalid points, rows, Pareto plots and resuming from the cache."""
 
 import csv
+import io
 import json
+import logging
+import os
+import signal
+import socket
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -80,3 +87,94 @@ def test_shipped_sweep_specs_expand(path):
     spec = load_spec(path)
     points, _ = expand(spec)
     assert points and set(spec.components) <= set(registry.component_names())
+
+
+def _cluster_spec(tmp_path, lanes):
+    return _spec(tmp_path, name="dask", grid={"dre.hcu.lanes": lanes}, options={"activity": False})
+
+
+def _kill_a_busy_worker(address, rows_file, found):
+    """Once one point is done and another is running, SIGKILL the worker that holds it (Dask reruns it)."""
+    from distributed import Client
+
+    with Client(address, timeout=10) as c:
+        pids = c.run(os.getpid)
+        deadline = time.time() + 240
+        while time.time() < deadline and "pid" not in found:
+            busy = {w: keys for w, keys in c.processing().items() if keys}
+            done = rows_file.is_file() and rows_file.read_text().count("\n") >= 1
+            if busy and done:
+                worker, keys = next(iter(busy.items()))
+                found.update(worker=worker, pid=pids[worker], keys=list(keys))
+                os.kill(pids[worker], signal.SIGKILL)
+            time.sleep(0.2)
+
+
+def test_sweep_on_a_dask_cluster_survives_a_killed_worker(tmp_path, work_dir, monkeypatch):
+    """Points run on a 2-worker LocalCluster; one worker is killed while it holds a point: only that point is
+    rerun, every row is measured, and a rerun takes every point from the client's cache."""
+    from distributed import Client, LocalCluster
+
+    monkeypatch.setenv("VREX_BUILD_DIR", str(work_dir / "build"))   # fresh cache: every point is computed
+    spec, out = _cluster_spec(tmp_path, [2, 4, 8]), work_dir / "out"
+    found = {}
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                      silence_logs=logging.ERROR) as cluster:
+        killer = threading.Thread(target=_kill_a_busy_worker, args=(cluster.scheduler_address,
+                                                                     out / "rows.jsonl", found))
+        killer.start()
+        res = run_sweep(spec, out_dir=out, scheduler=cluster.scheduler_address, progress=False)
+        killer.join()
+        assert "pid" in found, "no worker was killed while it held a point"
+        with Client(cluster.scheduler_address, timeout=10) as c:
+            assert found["worker"] not in c.scheduler_info()["workers"]
+            story = c.story(*found["keys"])   # scheduler transitions: (actor, key, start, finish, ...)
+    runs = [s for s in story if s[1] in found["keys"] and s[3] == "processing"]
+    assert len(runs) >= 2, f"the killed worker's point was not rerun: {story}"
+    assert [r["point"] for r in res.rows] == ["dask-lanes_2", "dask-lanes_4", "dask-lanes_8"]
+    assert not res.failed and res.cached == 0 and all(r["status"] == "ok" for r in res.rows)
+    areas = [r["area_um2"] for r in res.rows]
+    assert areas == sorted(areas) and areas[0] > 0
+    again = run_sweep(spec, out_dir=out, scheduler="local", workers=1, progress=False)
+    assert again.cached == 3 and again.rows == res.rows
+
+
+def test_an_unreachable_scheduler_fails_fast_and_keeps_the_cache(tmp_path, work_dir, monkeypatch, capsys):
+    from vrex.cli import main
+
+    with socket.socket() as s:    # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("VREX_BUILD_DIR", str(work_dir / "build"))
+    record = work_dir / "build" / "figures" / "hamming_lanes-0123456789ab" / "0123456789abcdef.json"
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text('{"component": "hamming_lanes"}')
+    out = work_dir / "out"
+    out.mkdir(exist_ok=True)
+    (out / "rows.json").write_text("earlier results\n")
+    before = sorted(work_dir.rglob("*"))
+    t0 = time.time()
+    code = main(["sweep", str(_cluster_spec(tmp_path, [4])), "-o", str(out), "--scheduler", f"tcp://127.0.0.1:{port}"])
+    elapsed = time.time() - t0
+    err = capsys.readouterr().err
+    assert code == 2 and elapsed < 15, (code, elapsed)
+    assert f"no Dask scheduler answers at 'tcp://127.0.0.1:{port}' within 10 s" in err and "Traceback" not in err
+    assert sorted(work_dir.rglob("*")) == before, "files were written or removed"
+    assert (out / "rows.json").read_text() == "earlier results\n"
+    assert record.read_text() == '{"component": "hamming_lanes"}'
+
+
+def test_progress_counts_and_eta():
+    from vrex.synth.parallel import Progress
+
+    stream = io.StringIO()
+    bar = Progress(4, "sweep x", stream=stream)
+    bar.step("a", "cached")
+    assert bar.eta() is None
+    bar.t0 -= 10
+    bar.step("b")
+    bar.step("c", "failed")
+    assert bar.counts == {"done": 1, "failed": 1, "cached": 1}
+    assert bar.eta() == pytest.approx(5, abs=0.5)     # 10 s for 2 computed jobs, 1 left
+    lines = stream.getvalue().splitlines()
+    assert lines[-1].startswith("sweep x [") and "3/4: 1 done, 1 failed, 1 cached; 10 s, ETA 5 s  c" in lines[-1]

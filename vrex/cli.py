@@ -42,7 +42,7 @@ examples:
 
 def add_config_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", "-c", metavar="F",
-                   help="YAML config file or built-in name (edge, server, tiny); default: edge (the paper's V-Rex8)")
+                   help="YAML config file or built-in name (edge, server, smollm2, tiny); default: edge (the paper's V-Rex8)")
 
 
 def load_config_arg(args):
@@ -175,6 +175,13 @@ def main(argv=None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as e:   # a path that cannot be read or written (a file where a folder is needed, permissions...)
+        if os.environ.get("VREX_DEBUG"):
+            raise
+        from .errors import os_error_message
+
+        print(f"vrex: error: {os_error_message(e)}", file=sys.stderr)
+        return 2
     except Exception as e:   # a bug: say so briefly, keep the traceback one variable away
         if os.environ.get("VREX_DEBUG"):
             raise

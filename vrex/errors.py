@@ -1,6 +1,14 @@
-"""Errors that the CLI reports as one clear sentence (no traceback)."""
+"""Errors that the CLI reports as one clear sentence (no traceback), and the checks of the paths a user gives.
 
-__all__ = ["VrexError", "ConfigError", "ToolMissingError", "ToolFailedError", "TraceError", "UsageError"]
+The path checks run before a command starts its work, so a bad output path fails at once and nothing computed is
+lost (every package may use them; vrex.golden imports only this module and vrex.config).
+"""
+
+import errno
+from pathlib import Path
+
+__all__ = ["VrexError", "ConfigError", "ToolMissingError", "ToolFailedError", "TraceError", "UsageError",
+           "output_folder", "output_file", "input_file", "os_error_message"]
 
 
 class VrexError(Exception):
@@ -39,3 +47,72 @@ class TraceError(VrexError):
 
 class UsageError(VrexError):
     """A command-line request that cannot be served (unknown component, bad option combination)."""
+
+
+def _blocking_file(p: Path) -> Path | None:
+    """The first existing ancestor of ``p`` (or ``p`` itself) that is a file, if any."""
+    for q in [p, *p.parents]:
+        if q.exists():
+            return q if not q.is_dir() else None
+    return None
+
+
+def output_folder(value, option: str) -> Path:
+    """The folder an option names for output, checked before any work starts (created if missing)."""
+    p = Path(value).expanduser()
+    blocker = _blocking_file(p)
+    if blocker == p:
+        raise UsageError(f"{option} {value}: this is a file, not a folder; give a folder for the output (a new "
+                         "or an existing one).")
+    if blocker is not None:
+        raise UsageError(f"{option} {value}: {blocker} is a file, so no folder can be made below it; give another "
+                         "path.")
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"{option} {value}: {os_error_message(e)}") from None
+    return p
+
+
+def output_file(value, option: str) -> Path:
+    """The file an option names for output, checked before any work starts (its folder is created if missing)."""
+    p = Path(value).expanduser()
+    if p.is_dir():
+        raise UsageError(f"{option} {value}: this is a folder; give a file name (e.g. {Path(value) / 'out.json'}).")
+    blocker = _blocking_file(p.parent)
+    if blocker is not None:
+        raise UsageError(f"{option} {value}: {blocker} is a file, so it cannot hold {p.name}; give another path.")
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"{option} {value}: {os_error_message(e)}") from None
+    return p
+
+
+def input_file(value, option: str, what: str) -> Path:
+    """A file an option names for input: it must exist and be a file."""
+    p = Path(value).expanduser()
+    if p.is_dir():
+        raise UsageError(f"{option} {value}: this is a folder; give the {what} file.")
+    if not p.is_file():
+        raise UsageError(f"{option} {value}: no such file; give the path of the {what}.")
+    return p
+
+
+_OS_REASONS = {
+    errno.EEXIST: "a file is in the way where a folder is needed; give another path or remove the file",
+    errno.ENOTDIR: "part of this path is a file, not a folder; give another path",
+    errno.EISDIR: "this is a folder where a file is needed; give a file path",
+    errno.ENOENT: "no such file or folder",
+    errno.EACCES: "permission denied; choose a location you can write to",
+    errno.EPERM: "permission denied; choose a location you can write to",
+    errno.ENOSPC: "no space left on the device; free some space",
+    errno.EROFS: "the file system is read-only; choose another location",
+}
+
+
+def os_error_message(e: OSError) -> str:
+    """One sentence for a file-system error: the path and what to do."""
+    where = f"{e.filename}: " if e.filename else ""
+    reason = _OS_REASONS.get(e.errno, (e.strerror or str(e)).lower())
+    return f"{where}{reason}."

