@@ -56,16 +56,20 @@ def test_interface_matches_the_verilog_and_the_signature():
                                                                           TINY.dre.wtu.count_bits)
     signals = {s["name"]: s for s in d["signals"]}
     assert signals["status.hcu_tokens"]["port"] == "status__hcu_tokens" and signals["threshold"]["direction"] == "input"
-    assert d["vlnv"] == core_vlnv("dre", TINY) and d["clock"]["mhz"] == TINY.technology.clock_mhz
+    # technology.clock_mhz 0 (auto: resolved per library by the figures flow) ships the design clock
+    assert TINY.technology.clock_mhz == 0 and d["clock"]["mhz"] == TINY.technology.target_clock_mhz
+    assert d["vlnv"] == core_vlnv("dre", TINY)
     md = e.file("interface_md").read_text()
     assert "| `code` | 15:0 | 16 | unsigned(16) |" in md and "### `selection` (output" in md
 
 
-def test_sdc_clock_delays_and_reset_false_path():
-    e = emit("hcu", TINY)
+@pytest.mark.parametrize("clock_mhz, expected_mhz", [(0.0, TINY.technology.target_clock_mhz), (250.0, 250.0)])
+def test_sdc_clock_delays_and_reset_false_path(clock_mhz, expected_mhz):
+    cfg = TINY.with_overrides({"technology.clock_mhz": clock_mhz})
+    e = emit("hcu", cfg)
     d, sdc = _interface(e), e.file("sdc").read_text()
-    period = 1000 / TINY.technology.clock_mhz
-    delay = period * TINY.ip.io_delay_fraction
+    period = 1000 / expected_mhz
+    delay = period * cfg.ip.io_delay_fraction
     assert f"create_clock -name clk -period {period:g} [get_ports clk]" in sdc
     ins = re.search(rf"set_input_delay {delay:g} -clock clk \[get_ports {{([^}}]*)}}\]", sdc).group(1).split()
     outs = re.search(rf"set_output_delay {delay:g} -clock clk \[get_ports {{([^}}]*)}}\]", sdc).group(1).split()
