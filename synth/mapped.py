@@ -9,8 +9,11 @@ Two Yosys runs, both in one folder per (component, config, library, clock) so th
    only synchronous read ports becomes an instance of a generated macro cell ``vrex_sram_<n>`` (a blackbox in
    Yosys, a Liberty cell with area and timing arcs for OpenSTA, see :mod:`vrex.synth.memories`); the others are
    mapped to flip-flops, as are all memories with ``memories: flops``. Then the rest of ``synth`` runs, flops
-   go to library cells (``dfflibmap``) and logic through ``abc -liberty -constr -D`` with the input driving cell
-   and output load of the config (toolchain.md §5.2, pitfalls 7-8) and the library's dont-use cells.
+   go to plain library flip-flops (``dfflegalize``, then ``dfflibmap``: an enable becomes a multiplexer in the
+   logic, because a library enable flop hides its enable net's load from ABC, which then never buffers the enable
+   of a memory word or a wide register; sky130 has such flops, ASAP7 has none) and logic through ``abc -liberty
+   -constr -D`` with the input driving cell and output load of the config (toolchain.md §5.2, pitfalls 7-8) and
+   the library's dont-use cells.
 
 ``stat -liberty`` per module gives the area of each hierarchy level; the breakdown lists every instance path
 with its own cells (macros listed separately), and the sum equals the total. The netlist for OpenSTA is the
@@ -116,7 +119,8 @@ memory_map
 opt -full
 techmap -map +/techmap.v -map +/choices/kogge-stone.v
 opt -fast
-{"" if tech.synth_effort == "fast" else "abc" + chr(10) + "opt -fast" + chr(10)}dfflibmap {seq}{dont}
+{"" if tech.synth_effort == "fast" else "abc" + chr(10) + "opt -fast" + chr(10)}dfflegalize -cell $_DFF_P_ 01
+dfflibmap {seq}{dont}
 abc {libs}{dont} -constr abc.constr -D {period_ps:.0f}{_abc_script(tech.synth_effort, period_ps)}
 opt_clean
 tee -q -o mapped_stat.json stat -json -top {top} {stat_libs}

@@ -12,18 +12,25 @@ Stillmaker & Baas factors (:mod:`vrex.synth.scaling`), so one design is measured
 with several read ports is one bank per read port.
 
 The generated macro cell has the ``$mem_v2`` ports, an area, and timing arcs: clock-to-read-data (the access
-time) and setup of address / data / enables, so paths into and out of the memory are timed by OpenSTA.
+time) and setup of address / data / enables, so paths into and out of the memory are timed by OpenSTA. Its write
+enable is one pin per write port and enable lane, as on an SRAM macro (the ASAP7 banks have one ``write`` pin):
+Yosys's ``$mem_v2`` has one enable bit per data bit, which are copies of one net per lane (the port's granularity;
+the whole word for Amaranth's default write port), and the macro keeps one of each (:func:`write_lanes`). Its pin
+capacitances are the kit's (:mod:`vrex.synth.sram`) moved to the library's node with the linear feature size
+(√ of the Stillmaker & Baas area factor), so a cell driving a macro pin sees one pin's load.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .scaling import area_factor, delay_factor, energy_factor
 
-__all__ = ["MemoryInfo", "find_memories", "replace_memories", "macro_verilog", "macro_liberty", "swap_srams"]
+__all__ = ["MemoryInfo", "find_memories", "replace_memories", "macro_verilog", "macro_liberty", "swap_srams",
+           "write_lanes"]
 
 
 @dataclass
@@ -41,6 +48,7 @@ class MemoryInfo:
     reason: str
     read_enables: list = field(default_factory=list)    # per read port: net name or "1"/"0"
     write_enables: list = field(default_factory=list)   # per write port: net name or "1"/"0"
+    write_lanes: int = 1                                # write-enable pins per write port (bits / granularity)
     macro: str = ""
     banks: int = 1
     model_source: str = ""
@@ -50,6 +58,8 @@ class MemoryInfo:
     write_pj: float = 0.0
     access_ns: float = 0.0
     setup_ns: float = 0.0
+    input_pf: float = 0.0                               # per input pin other than the clock, at the library node
+    clock_pf: float = 0.0
 
     @property
     def total_bits(self) -> int:
@@ -65,12 +75,14 @@ class MemoryInfo:
             fa = area_factor(model.node_nm, lib.node_nm)
             fe = energy_factor(model.node_nm, model.voltage, lib.node_nm, lib.voltage)
             fd = delay_factor(model.node_nm, model.voltage, lib.node_nm, lib.voltage)
+            fc = math.sqrt(fa)          # gate capacitance follows the linear feature size
         else:
-            fa = fe = fd = 1.0
+            fa = fe = fd = fc = 1.0
             self.model_source += " (not moved to the library's node: its node is unknown)"
         self.area_lib_um2 = est["area_um2"] * fa * self.banks
         self.read_pj, self.write_pj = est["read_pj"] * fe, est["write_pj"] * fe
         self.access_ns, self.setup_ns = est["access_ns"] * fd, est["setup_ns"] * fd
+        self.input_pf, self.clock_pf = est.get("input_pf", 0.0) * fc, est.get("clock_pf", 0.0) * fc
 
     def record(self) -> dict:
         d = asdict(self)
@@ -100,6 +112,18 @@ def _int_param(v) -> int:
     return int(s, 2) if set(s) <= {"0", "1"} and len(s) > 1 else int(s)
 
 
+def write_lanes(wr_en: list, bits: int, ports: int) -> int:
+    """Enable lanes per write port: ``bits / g`` for the largest granularity ``g`` (a divisor of ``bits``) at which
+    every ``g``-bit lane of every port's per-bit enables ``wr_en`` (Yosys bits: net ids or constants) is one net."""
+    if not wr_en or not bits:
+        return 1
+    for g in (d for d in range(bits, 0, -1) if bits % d == 0):
+        if all(len(set(map(str, wr_en[k * bits + j:k * bits + j + g]))) == 1
+               for k in range(ports) for j in range(0, bits, g)):
+            return bits // g
+    return bits
+
+
 def find_memories(design: dict, mode: str, min_bits: int) -> list[MemoryInfo]:
     out = []
     for mname, module in design.get("modules", {}).items():
@@ -126,7 +150,8 @@ def find_memories(design: dict, mode: str, min_bits: int) -> list[MemoryInfo]:
                 kind, reason = "flops", "a read port is asynchronous (combinational); an SRAM macro cannot serve it"
             else:
                 kind, reason = "sram", "synchronous read ports and at least technology.sram_min_bits bits"
-            out.append(MemoryInfo(mname, cname, memid, "", words, bits, rd, wr, sync, kind, reason, rd_en, wr_en))
+            out.append(MemoryInfo(mname, cname, memid, "", words, bits, rd, wr, sync, kind, reason, rd_en, wr_en,
+                                  write_lanes(wr_bits, bits, wr)))
     for k, m in enumerate(m for m in out if m.kind == "sram"):
         m.macro = f"vrex_sram_{k}_{m.words}x{m.bits}"
     return out
@@ -143,6 +168,11 @@ def replace_memories(design: dict, srams: list[MemoryInfo]) -> None:
     """Turn each SRAM ``$mem_v2`` cell of the Yosys JSON into an instance of its macro (in place)."""
     for m in srams:
         cell = design["modules"][m.module]["cells"][m.cell]
+        wr_en = cell["connections"].get("WR_EN", [])
+        if wr_en:        # one enable pin per write port and lane, as on a macro (module docstring)
+            lane = m.bits // m.write_lanes
+            cell["connections"]["WR_EN"] = [wr_en[k * m.bits + j] for k in range(m.write_ports)
+                                            for j in range(0, m.bits, lane)]
         m._widths = _port_widths(cell)
         cell["type"] = m.macro
         cell["parameters"] = {}
@@ -180,7 +210,6 @@ def macro_liberty(srams: list[MemoryInfo], lib) -> str:
              '  voltage_unit : "1V";', '  current_unit : "1mA";', '  leakage_power_unit : "1nW";',
              '  pulling_resistance_unit : "1kohm";', "  capacitive_load_unit (1,pf);",
              f"  nom_voltage : {lib.voltage or 1.0:g};", "  nom_process : 1;", "  nom_temperature : 25;",
-             "  default_input_pin_cap : 0.002;",
              "  input_threshold_pct_rise : 50;", "  input_threshold_pct_fall : 50;",
              "  output_threshold_pct_rise : 50;", "  output_threshold_pct_fall : 50;",
              "  slew_lower_threshold_pct_rise : 20;", "  slew_lower_threshold_pct_fall : 20;",
@@ -203,7 +232,7 @@ def macro_liberty(srams: list[MemoryInfo], lib) -> str:
                 continue
             body = []
             if p in ("RD_CLK", "WR_CLK"):
-                body = ["      direction : input;", "      clock : true;", "      capacitance : 0.005;"]
+                body = ["      direction : input;", "      clock : true;", f"      capacitance : {m.clock_pf:.6g};"]
             elif p == "RD_DATA":
                 body = ["      direction : output;", "      timing () {", f'        related_pin : "{clk}";',
                         "        timing_type : rising_edge;",
@@ -213,7 +242,7 @@ def macro_liberty(srams: list[MemoryInfo], lib) -> str:
                         '        fall_transition (scalar) { values ("0.02"); }', "      }"]
             else:
                 rel = "WR_CLK" if p.startswith("WR") and m._widths.get("WR_CLK") else clk
-                body = ["      direction : input;", "      capacitance : 0.002;", "      timing () {",
+                body = ["      direction : input;", f"      capacitance : {m.input_pf:.6g};", "      timing () {",
                         f'        related_pin : "{rel}";', "        timing_type : setup_rising;",
                         f'        rise_constraint (scalar) {{ values ("{m.setup_ns:.5f}"); }}',
                         f'        fall_constraint (scalar) {{ values ("{m.setup_ns:.5f}"); }}', "      }"]

@@ -7,13 +7,15 @@ few bank sizes (``a x b`` words of ``bits``). For a memory of any other shape vr
 
 by least squares for each of: area (µm²), read energy and write energy per access (pJ, the ``clk`` pin's
 ``internal_power`` under ``!write`` / ``write``, VDD side, rise + fall), clock-to-data access time and input
-setup time (ns, mean of the tables). ``c1`` is the bit-cell array, ``c2`` the per-column periphery (sense
-amplifiers, write drivers), ``c3`` the per-row decoder and word-line drivers, ``c0`` the fixed control. The
-area is clamped to at least the densest bank's area per bit, so no shape gets a smaller area than the
-bit cells need. The kit's access energies do not depend on the bank size (1.82 pJ per read and 0.19 pJ per
-write at 0.7 V in all seven banks), so the energy fit is that constant; this is the library's statement, not a
-physical law, and the record says which model was used. The libraries give no leakage (``cell_leakage_power : 0``), so macro leakage is 0 and
-reported as such.
+setup time (ns, mean of the tables), and the input pin capacitances (pF: the clock pin, and the mean of the other
+inputs: address, write data, the ``read`` / ``write`` enables). ``c1`` is the bit-cell array, ``c2`` the
+per-column periphery (sense amplifiers, write drivers), ``c3`` the per-row decoder and word-line drivers, ``c0``
+the fixed control. The area is clamped to at least the densest bank's area per bit, so no shape gets a smaller
+area than the bit cells need. The kit's access energies do not depend on the bank size (1.82 pJ per read and
+0.19 pJ per write at 0.7 V in all seven banks), so the energy fit is that constant; this is the library's
+statement, not a physical law, and the record says which model was used. Its pins do not depend on it either:
+0.32 fF on every address, data and enable pin (one ``write`` pin per bank, no per-bit enables) and 5.7 fF on the
+clock. The libraries give no leakage (``cell_leakage_power : 0``), so macro leakage is 0 and reported as such.
 
 Without the folder, the stored coefficients (the same fit, computed once from the seven ASAP7 banks and stored here)
 is used and the record says so. Multi-port memories are modelled as one bank per read port (replication), which
@@ -40,6 +42,8 @@ class SramMacro:
     write_pj: float
     access_ns: float
     setup_ns: float
+    input_pf: float = 0.0       # mean capacitance of an input pin other than the clock (address, data, enables)
+    clock_pf: float = 0.0       # the clock pin's capacitance
 
 
 def parse_groups(text: str):
@@ -110,7 +114,9 @@ def read_asap7_macros(folder: Path) -> list[SramMacro]:
         root = parse_groups(text)
         cell = next(g for g in _walk(root) if g[0] == "cell")
         read = write = 0.0
-        access, setup = [], []
+        access, setup, caps, clock = [], [], [], []
+        for pin in (g for g in _walk(cell) if g[0] == "pin" and "capacitance" in g[2]):
+            (clock if pin[1] == ["clk"] else caps).append(float(pin[2]["capacitance"]))
         for pin in (g for g in _walk(cell) if g[0] in ("pin", "bus")):
             for ip in (c for c in pin[3] if c[0] == "internal_power"):
                 if pin[0] == "pin" and pin[1] == ["clk"] and ip[2].get("related_pg_pin") == "VDD":
@@ -127,11 +133,12 @@ def read_asap7_macros(folder: Path) -> list[SramMacro]:
                 elif tt == "setup_rising":
                     setup += [_mean(_values(c)) for c in t[3] if c[0] in ("rise_constraint", "fall_constraint")]
         out.append(SramMacro(cell[1][0], int(m.group(1)) * int(m.group(2)), int(m.group(3)),
-                             float(cell[2]["area"]), read, write, _mean(access), _mean(setup)))
+                             float(cell[2]["area"]), read, write, _mean(access), _mean(setup), _mean(caps),
+                             _mean(clock)))
     return out
 
 
-_FIELDS = ("area_um2", "read_pj", "write_pj", "access_ns", "setup_ns")
+_FIELDS = ("area_um2", "read_pj", "write_pj", "access_ns", "setup_ns", "input_pf", "clock_pf")
 
 
 @dataclass(frozen=True)
@@ -177,6 +184,8 @@ _ANALYTIC_COEFFICIENTS = {
     "write_pj": (0.186927, 0.0, 0.0, 0.0),
     "access_ns": (0.16817656095, 2.47e-07, 0.001089600134, 4.259223e-06),
     "setup_ns": (0.031017709651, 0.0, 0.0, 0.0),
+    "input_pf": (0.000318915, 0.0, 0.0, 0.0),
+    "clock_pf": (0.00566251, 0.0, 0.0, 0.0),
 }
 _ANALYTIC_FLOOR = {"area_um2": 0.035208421875}
 ANALYTIC_SOURCE = "stored linear fit of the seven ASAP7 SRAM banks (the asap7_sram folder was not used)"

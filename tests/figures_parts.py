@@ -7,7 +7,7 @@ memory held at ``addr`` before the transaction, plus one (mod 2^width); ``write`
 
 import random
 
-from amaranth import Module
+from amaranth import Module, Signal
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -94,3 +94,25 @@ def make_bench(cfg, *, n=200, seed=1, p_valid=0.7, p_ready=0.7, reference=golden
                        expected={"o": [pack(value_layout(width), {"value": v}) for v in reference(reqs, width, depth)]},
                        fields={"o": leaf_fields(value_layout(width))},
                        p_valid=p_valid, p_ready=p_ready, seed=seed)
+
+
+class WideEnable(wiring.Component):
+    """A ``width``-bit register bank without reset (as a memory's words) loaded when a 4-bit counter wraps: one
+    enable net for every bit (the flow must see that net's load)."""
+
+    def __init__(self, width):
+        self._width = width
+        super().__init__({"d": In(width), "q": Out(width)})
+
+    @classmethod
+    def from_config(cls, cfg):
+        return cls(16 * cfg.resv.hash_bits)
+
+    def elaborate(self, platform):
+        m = Module()
+        count, bank = Signal(4), Signal(self._width, reset_less=True)
+        m.d.sync += count.eq(count + 1)
+        with m.If(count == 15):
+            m.d.sync += bank.eq(self.d)
+        m.d.comb += self.q.eq(bank)
+        return m

@@ -1,5 +1,7 @@
 """Library figures on the tiny config with sky130 from $VREX_PDK_DIR: area, hierarchy, memories, timing, power."""
 
+import re
+
 import pytest
 
 import figures_parts
@@ -199,6 +201,55 @@ def test_memory_classification_rules():
     assert comb.kind == "flops" and "asynchronous" in comb.reason and not comb.sync_read
     (flop,) = find_memories(_design_with_memory(32, 16), "flops", 256)
     assert flop.kind == "flops" and flop.reason == "technology.memories is flops"
+
+
+def test_macro_write_enable_is_one_pin_per_lane():
+    """A macro has one write-enable pin per port and lane, not Yosys's one per data bit, and the kit's pin load."""
+    from vrex.synth.memories import find_memories, macro_liberty, macro_verilog, replace_memories, write_lanes
+    from vrex.synth.sram import sram_model
+
+    assert write_lanes([3] * 16, 16, 1) == 1 and write_lanes([3] * 8 + [4] * 8, 16, 1) == 2
+    assert write_lanes([5] * 16 + [6] * 16, 16, 2) == 1 and write_lanes([1, 2] * 8, 16, 1) == 16
+    design = _design_with_memory(32, 16)
+    (m,) = find_memories(design, "sram", 256)
+    lib = resolve_library("sky130")
+    m.attach_model(sram_model(None), lib)
+    replace_memories(design, [m])
+    assert m.write_lanes == 1 and design["modules"]["top"]["cells"]["m"]["connections"]["WR_EN"] == [3]
+    assert "input [0:0] WR_EN;" in macro_verilog([m])
+    kit_pf = 0.000318915                                    # every input pin of the ASAP7 banks
+    assert m.input_pf == pytest.approx(kit_pf * (1 / 0.0092) ** 0.5)   # moved 7 -> 130 nm by the feature size
+    assert f"capacitance : {m.input_pf:.6g};" in macro_liberty([m], lib)
+
+
+def test_write_enable_of_a_wide_memory_is_not_a_slow_net(memstage, work_dir):
+    """On ASAP7 the 64 per-bit enable pins of the old macro model loaded one cell for 0.77 ns (the enable arrived
+    at 1.1 ns); one pin with the kit's load is a gate delay."""
+    from vrex.synth.sram import sram_model
+    from vrex.synth.sta import _header, _run
+
+    cfg = TINY.with_overrides({"resv.hash_bits": 64})
+    lib = resolve_library("asap7")
+    m = map_design(emit(memstage, cfg), lib, cfg, work_dir, clock_mhz=100, sram_model=sram_model(None))
+    (mem,) = [x for x in m.memories if x.kind == "sram"]
+    assert mem.bits == 64 and mem.write_lanes == 1
+    out = _run(_header(m, lib, 100, cfg.technology) + "report_checks -path_delay max -digits 4 -to "
+               "[get_pins -hierarchical *WR_EN*]\n", m.directory, "sta_write_enable")
+    arrival = float(re.search(r"^\s*(\S+)\s+data arrival time", out, re.M).group(1)) * lib.time_unit_ns
+    assert 0 < arrival < 0.6, out
+
+
+def test_register_enables_are_buffered_logic(monkeypatch, work_dir):
+    """sky130's enable flops hide their enable net's load from ABC (a flop pin is outside the logic it maps), so a
+    256-bit bank's enable was one unbuffered gate (critical path 12.4 ns at 100 MHz); as a multiplexer in front of
+    plain flops the net is ABC's to buffer."""
+    registry.component_names()
+    monkeypatch.setitem(registry.COMPONENTS, "test_wide_enable", registry.ComponentSpec(
+        "test_wide_enable", "vrex_test_wide_enable", "test: enabled register bank", figures_parts.WideEnable.from_config))
+    lib = resolve_library("sky130")
+    m = map_design(emit("test_wide_enable", TINY), lib, TINY, work_dir, clock_mhz=100)
+    assert not any("edfxtp" in t for t in m.cell_types) and m.cell_types["sky130_fd_sc_hd__dfxtp_1"] >= 256
+    assert run_timing(m, lib, 100, TINY.technology)["critical_path_ns"] < 2.0
 
 
 def test_asap7_library_maps_and_times(work_dir):

@@ -1,8 +1,9 @@
 """The AXI engines: bursts from the legaliser become reads on the source port and writes on the destination port.
 
 - **Read engine.** A burst is issued (AR registered) only when the data buffer has room for its whole response
-  (``reserved + beats ≤ buffer_beats``: the read-reservation gate) and fewer than ``max_outstanding`` reads are in
-  flight, so R is never back-pressured and cannot block the writes (no deadlock by construction).
+  (``beats ≤ free``, the buffer beats that no read in flight has reserved: the read-reservation gate) and fewer
+  than ``max_outstanding`` reads are in flight, so R is never back-pressured and cannot block the writes (no
+  deadlock by construction).
 - **Write engine.** AW is issued from the queue of read bursts (fewer than ``max_outstanding`` writes without B);
   W beats follow AW order and may precede their AW handshake (AXI4 allows it, and a slave may wait for W). A write
   counts as outstanding until its B response: :attr:`idle` means every write of the phase is acknowledged.
@@ -49,7 +50,7 @@ class Engines(wiring.Component):
         raddr = Fifo(m, "raddr", ab, max(2, mo))
         waddr = Fifo(m, "waddr", ab, max(2, mo))
 
-        reserved = Signal(range(depth + 1))
+        free = Signal(range(depth + 1), init=depth)     # buffer beats not reserved by a read in flight
         out_r, out_w = Signal(range(mo + 1)), Signal(range(mo + 1))
         rmode = Signal()          # port direction of the reads in flight (1 = prefetch: the host port)
 
@@ -61,7 +62,7 @@ class Engines(wiring.Component):
         r_done = Signal()      # a read burst's last beat this cycle
         w_pop = self.beat_done  # a W beat leaves the buffer this cycle
         accept = self.i.ready
-        m.d.comb += accept.eq(self.i.valid & (~ar_valid | ar_handshake) & (out_r < mo) & (reserved + b.beats <= depth)
+        m.d.comb += accept.eq(self.i.valid & (~ar_valid | ar_handshake) & (out_r < mo) & (b.beats <= free)
                               & wcmd.w_rdy & raddr.w_rdy)
         for p, mode in ((self.dev, 0), (self.host, 1)):
             mine = ar_mode == mode
@@ -72,7 +73,7 @@ class Engines(wiring.Component):
         with m.If(accept):
             m.d.sync += [ar_valid.eq(1), ar_addr.eq(b.src), ar_len.eq(b.beats - 1), ar_mode.eq(b.prefetch),
                          rmode.eq(b.prefetch)]
-        m.d.sync += reserved.eq(reserved + Mux(accept, b.beats, 0) - w_pop)
+        m.d.sync += free.eq(free - Mux(accept, b.beats, 0) + w_pop)
         m.d.sync += out_r.eq(out_r + accept - r_done)
 
         r_valid, r_last, r_bad = Signal(), Signal(), Signal()

@@ -85,10 +85,14 @@ class FrontEnd(wiring.Component):
         events = [(fe_err & (fe_cause == c), fe_addr) for c in range(len(CAUSES))]
         events[READ_ERR] = (self.read_error, self.read_error_address)     # the front-end never raises these two
         events[WRITE_ERR] = (self.write_error, self.write_error_address)
+        # the events of a cycle are counted one cycle later (no state decode in front of the adder); the last event
+        # of a job is at least two cycles before its response (a drain or the DISCARD state lies between)
+        new_errors = Signal(3)
+        m.d.sync += new_errors.eq(fe_err + self.drop + self.read_error + self.write_error)
         with m.If(clear_errors):
             m.d.sync += [seen.eq(0), n_errors.eq(0), late_cap.eq(0)]
         with m.Else():
-            m.d.sync += n_errors.eq(n_errors + fe_err + self.drop + self.read_error + self.write_error)
+            m.d.sync += n_errors.eq(n_errors + new_errors)
             for c, (hit, addr) in enumerate(events):
                 with m.If(hit & ~seen[c]):
                     m.d.sync += [seen[c].eq(1), first[c].eq(addr)]
