@@ -42,9 +42,13 @@ class JobOutcome:
 
 
 class ClusterTable:
-    def __init__(self, cfg, tokens: int, dim: int):
+    """``numerics`` (with ``context``, the table's key in it) replaces the float64 key sums and float32 means by another
+    number format's (:class:`vrex.golden.core.session.LxeNumerics`: the LXE's FP32 sums and BF16 means)."""
+
+    def __init__(self, cfg, tokens: int, dim: int, *, numerics=None, context=None):
         r = cfg.resv
         self.cfg = cfg
+        self.numerics, self.context = numerics, context
         self.token_cluster = torch.full((tokens,), -1, dtype=torch.int64)
         self.sums = torch.zeros(tokens, dim, dtype=torch.float64)
         self.counts = torch.zeros(tokens, dtype=torch.int64)
@@ -72,7 +76,10 @@ class ClusterTable:
 
     def _add(self, cid: int, token: int, key: torch.Tensor, bits: torch.Tensor | None) -> None:
         self.token_cluster[token] = cid
-        self.sums[cid] += key.to(torch.float64)
+        if self.numerics is not None:
+            self.numerics.add(self, cid, token)
+        else:
+            self.sums[cid] += key.to(torch.float64)
         self.counts[cid] += 1
         self.newest[cid] = token
         if self.majority:
@@ -140,7 +147,9 @@ class ClusterTable:
 
     # ---- queries --------------------------------------------------------------------------------------------------
 
-    def means(self, ids: torch.Tensor) -> torch.Tensor:
+    def means(self, ids: torch.Tensor):
+        if self.numerics is not None:
+            return self.numerics.means(self, ids)
         return (self.sums[ids] / self.counts[ids, None].to(torch.float64)).to(torch.float32)
 
     def offloaded_counts(self, lo: int, hi: int) -> torch.Tensor:

@@ -100,10 +100,14 @@ class _WTUStats:
 class ReSVPolicy(RetrievalPolicy):
     """The ReSV session for one run (state is per layer; layers are processed one after the other)."""
 
-    def __init__(self, cfg, *, name: str = "resv", engine: str = "tensor", recorder: JobRecorder | None = None):
+    def __init__(self, cfg, *, name: str = "resv", engine: str = "tensor", recorder: JobRecorder | None = None,
+                 numerics=None):
+        """``numerics``: hashing, key sums, means and scores in another number format than float (the LXE's:
+        :class:`vrex.golden.core.session.LxeNumerics`); its scores are already in the WTU's format."""
         if engine not in ("tensor", "reference"):
             raise ValueError(f"unknown engine {engine!r}")
         self.cfg, self.name, self.engine, self.recorder = cfg, name, engine, recorder
+        self.numerics = numerics
         self.cluster_stats: list[dict] = []
         self.wtu_stats: dict[str, _WTUStats] = {}
         self.tables: dict = {}
@@ -114,10 +118,16 @@ class ReSVPolicy(RetrievalPolicy):
         self._close_layer()
         self.layer, self.heads, self.data = layer, list(heads), data
         self.keys, self.bits, self.codes, self.tables = {}, {}, {}, {}
+        nx = self.numerics
+        if nx is not None:
+            nx.begin_layer(self.cfg, layer, data, self.heads)
         for c, k, planes in hash_contexts(self.cfg, layer, data, self.heads):
-            bits = hash_bits(k, planes)
-            self.keys[c], self.bits[c], self.codes[c] = k, bits, pack_codes(bits)
-            self.tables[c] = ClusterTable(self.cfg, k.shape[0], k.shape[1])
+            if nx is not None:
+                self.keys[c], self.bits[c], self.codes[c] = k, None, nx.hash_codes(c, planes)
+            else:
+                bits = hash_bits(k, planes)
+                self.keys[c], self.bits[c], self.codes[c] = k, bits, pack_codes(bits)
+            self.tables[c] = ClusterTable(self.cfg, k.shape[0], k.shape[1], numerics=nx, context=c)
 
     def _close_layer(self):
         for c, t in self.tables.items():
@@ -157,8 +167,9 @@ class ReSVPolicy(RetrievalPolicy):
                     rec.check_full()
 
     def _row_masks(self, scores: torch.Tensor, counts: torch.Tensor, cand: torch.Tensor, label: str,
-                   substage: str) -> torch.Tensor:
-        """Selection (bool ``(rows, N)``) of every row of one KV head's WTU job (tiles included)."""
+                   substage: str, *, quantized: bool = False) -> torch.Tensor:
+        """Selection (bool ``(rows, N)``) of every row of one KV head's WTU job (tiles included); ``quantized``:
+        ``scores`` are already in the WTU's fixed-point format."""
         cfg, r, w = self.cfg, self.cfg.resv, self.cfg.dre.wtu
         st = self.wtu_stats.setdefault(substage, _WTUStats())
         R, N = scores.shape
@@ -170,7 +181,7 @@ class ReSVPolicy(RetrievalPolicy):
             st.selected_fraction += float((masks.sum(1).double() / max(N, 1)).sum())
             st.aggregated_fraction += float(masks.any(0).sum()) / max(N, 1)
             return masks
-        q, saturated = quantize_counted(scores, w.score_bits, w.score_frac_bits)
+        q, saturated = (scores, 0) if quantized else quantize_counted(scores, w.score_bits, w.score_frac_bits)
         st.scores += q.numel()
         st.saturated += saturated
         sat = counts.clamp(max=(1 << w.count_bits) - 1)
@@ -242,10 +253,14 @@ class ReSVPolicy(RetrievalPolicy):
             per_head = {}
             for h in heads:
                 rows = ctx.group_queries(h, queries)
-                m_h = means if c is not None else means[:, h * d:(h + 1) * d]
-                scores = rows @ m_h.T / math.sqrt(d)
                 label = f"L{self.layer}.H{h}.{ctx.step.label}"
-                per_head[h] = self._row_masks(scores, counts, cand, label, ctx.step.substage).any(0)
+                if self.numerics is not None:
+                    scores = self.numerics.scores(rows, means)
+                else:
+                    m_h = means if c is not None else means[:, h * d:(h + 1) * d]
+                    scores = rows @ m_h.T / math.sqrt(d)
+                per_head[h] = self._row_masks(scores, counts, cand, label, ctx.step.substage,
+                                              quantized=self.numerics is not None).any(0)
             if r.gqa_aggregation == "global":
                 selected_global = torch.stack(list(per_head.values())).any(0)
                 per_head = {h: selected_global for h in heads}

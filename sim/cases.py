@@ -134,3 +134,10 @@ KVMU_CASES = [
                                           "dre.kvmu.device_capacity_bytes": 32768 + 4 * 96 * 64}),
 ]
 __all__ += ["KVMU_CASES"]
+# Core (hdl/core): the tiny core with a device capacity of the recent window plus one step (the KVMU evicts every
+# frame once the ring is full) and small KVMU tables (perf.kv_sizes [128]: a staging area the capacity holds).
+CORE_CASES = [
+    Case("core-tiny", "tiny", {**_KVMU_SMALL, "dre.kvmu.device_capacity_bytes": 32768 + 4 * 89 * 64,
+                               "perf.kv_sizes": [128]}),
+]
+__all__ += ["CORE_CASES"]
