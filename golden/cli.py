@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 from vrex.errors import UsageError, output_file
 
@@ -80,6 +81,8 @@ def _load(args):
     layers = parse_index_list(args.layers, cfg.model.layers, "layers")
     if args.frames is not None and args.frames < 1:
         raise UsageError("--frames must be ≥ 1.")
+    if args.fps <= 0:
+        raise UsageError(f"--fps {args.fps:g}: the sampling rate must be > 0.")
     opts = TraceOptions(frames=args.frames, turns=args.turns, seed=args.seed,
                         synthetic=SyntheticSpec(temporal=args.temporal, objects=args.objects,
                                                 scene_cut=args.scene_cut),
@@ -89,7 +92,7 @@ def _load(args):
                                     question=DEFAULT_QUESTION if args.question is None else args.question))
     trace = make_trace(cfg, args.trace, layers=layers, options=opts)
     heads = parse_index_list(args.heads, trace.kv_heads, "heads")
-    return cfg, trace, layers, heads
+    return cfg, trace, layers, heads, opts
 
 
 def _progress(done, total, layer):
@@ -107,9 +110,11 @@ def _cmd_golden(args) -> int:
     except ValueError:
         budget = args.budget              # paper, matched, or a word BaselineSettings rejects with the --budget text
     settings = BaselineSettings(budget=budget, top_p=args.top_p, page_tokens=args.page_tokens)
+    if args.e2e and args.trace != "llm-video":
+        raise UsageError("--e2e runs the LLM itself with retrieval in its attention; use it with --trace llm-video.")
     outputs = {key: output_file(getattr(args, key), option) for key, option in
                (("json", "--json"), ("plot", "--plot"), ("save_trace", "--save-trace")) if getattr(args, key)}
-    cfg, trace, layers, heads = _load(args)
+    cfg, trace, layers, heads, opts = _load(args)
     written = []
     if args.save_trace:
         from .trace import save_trace
@@ -121,6 +126,10 @@ def _cmd_golden(args) -> int:
           f"{cfg.model.tokens_per_frame} + {d['question_tokens']} question + {d['answer_tokens']} answer tokens; "
           f"recent window {cfg.resv.recent_window_tokens} tokens; {len(layers or trace.layer_ids)} layers × "
           f"{len(heads or range(trace.kv_heads))} KV heads", flush=True)
+    if d["kind"] == "llm-video":
+        m = d["model"]
+        print(f"model {m['description']} (sha256 {m['sha256'][:16]}…), projector {d['projector']['kind']}, "
+              f"trace cache {d['cache']}; answer: {' | '.join(a.strip()[:80] for a in d['answers'])!r}", flush=True)
     report = evaluate(cfg, trace, methods=methods, layers=layers, heads=heads, settings=settings,
                       engine=args.engine, progress=_progress if not args.quiet else None)
     print(format_table(report))
@@ -145,8 +154,10 @@ def _cmd_golden(args) -> int:
         print(f"kvmu (capacity {kv['capacity_bytes']} B, {kv['capacity_source']}; ring {kv['ring_tokens']} tokens per "
               f"context): frame stage {f['payload_bytes']} B payload / {f['bytes_moved']} B moved in {f['bursts']} "
               f"bursts, text stage {t['payload_bytes']} B / {t['bytes_moved']} B in {t['bursts']} bursts")
+    if args.e2e:
+        _e2e(args, cfg, opts, report, methods, settings, layers)
     if args.json:
-        outputs["json"].write_text(json.dumps(report, indent=1))
+        _write_json(outputs["json"], report)
         written.append(str(outputs["json"]))
     if args.plot:
         from .plot import plot_ratios
@@ -158,11 +169,50 @@ def _cmd_golden(args) -> int:
     return 0
 
 
+def _write_json(path, data) -> None:
+    """Write JSON atomically: a temporary file beside the target, then a rename."""
+    import os
+
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps(data, indent=1))
+        tmp.replace(p)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _e2e(args, cfg, opts, report, methods, settings, layers) -> None:
+    """Run the LLM with each method's selection in its attention; add ``methods.<m>.e2e`` to the report."""
+    from .llm.e2e import format_e2e, run_e2e
+    from .llm.session import load_session
+
+    _, session, lm = load_session(cfg, opts, need_model=True)
+
+    def progress(name, seconds):
+        if not args.quiet:
+            print(f"  e2e {name} done ({seconds:.1f} s)", file=sys.stderr, flush=True)
+
+    if args.e2e_methods:
+        chosen = tuple(m for m in args.e2e_methods.split(",") if m)
+        if not set(chosen) <= set(methods):
+            raise UsageError(f"--e2e-methods {args.e2e_methods!r}: choose among the run's --methods "
+                             f"({','.join(methods)}).")
+        methods = chosen
+    rep = run_e2e(cfg, session, lm, methods=methods, settings=settings, layers=layers, engine=args.engine,
+                  progress=progress)
+    print(format_e2e(rep))
+    for name, r in rep["methods"].items():
+        report["methods"][name]["e2e"] = r
+    report["e2e"] = {k: v for k, v in rep.items() if k != "methods"}
+
+
 def _cmd_jobs(args) -> int:
     from .jobs import record_jobs, save_jobs
 
     out = output_file(args.out, "--out")
-    cfg, trace, layers, heads = _load(args)
+    cfg, trace, layers, heads, _ = _load(args)
     print(f"golden-jobs: recording the ReSV session on the {trace.describe()['kind']} trace ...", file=sys.stderr,
           flush=True)
     hcu, wtu = record_jobs(cfg, trace, layers=layers, heads=heads, max_jobs=args.max_jobs)
@@ -173,14 +223,19 @@ def _cmd_jobs(args) -> int:
 
 
 def _cmd_bench(args) -> int:
-    from .benchmark import format_benchmark, run_benchmark
+    from .benchmark import format_benchmark, format_e2e_benchmark, run_benchmark, run_e2e_benchmark
 
     json_out = output_file(args.json, "--json") if args.json else None
-    result = run_benchmark(args.config, tokens=args.tokens, layers=args.layers, heads=args.heads,
-                           engines=tuple(args.engines.split(",")), evaluate_all=args.evaluate)
-    print(format_benchmark(result))
+    if args.e2e:
+        result = run_e2e_benchmark(args.config or "smollm2", model=args.model,
+                                   methods=tuple(m for m in args.methods.split(",") if m))
+        print(format_e2e_benchmark(result))
+    else:
+        result = run_benchmark(args.config, tokens=args.tokens, layers=args.layers, heads=args.heads,
+                               engines=tuple(args.engines.split(",")), evaluate_all=args.evaluate)
+        print(format_benchmark(result))
     if json_out:
-        json_out.write_text(json.dumps(result, indent=1))
+        _write_json(json_out, result)
     print("golden-bench: done; " + (f"wrote {json_out}" if json_out else "nothing written (--json writes the result)"))
     return 0
 
@@ -203,6 +258,11 @@ def register(sub) -> None:
     g.add_argument("--page-tokens", type=int, default=16, help="Quest page size (default 16)")
     g.add_argument("--engine", choices=["tensor", "reference"], default="tensor",
                    help="WTU selection: vectorised twin (default) or the reference row by row")
+    g.add_argument("--e2e", action="store_true",
+                   help="llm-video: also run the LLM step by step with each method's selection in its attention and "
+                        "report top-1 agreement, KL and answer NLL against full attention")
+    g.add_argument("--e2e-methods", metavar="LIST",
+                   help="--e2e: the methods run in the loop (default: every method of --methods)")
     g.add_argument("--json", metavar="OUT", help="write the full report as JSON")
     g.add_argument("--plot", metavar="OUT.png", help="plot retrieval ratio per layer and KV head")
     g.add_argument("--save-trace", metavar="OUT", help="also save the trace (.pt/.npz/.safetensors)")
@@ -228,5 +288,10 @@ def register(sub) -> None:
     b.add_argument("--engines", default="tensor", help="comma-separated: tensor, reference (default tensor)")
     b.add_argument("--evaluate", action="store_true",
                    help="also time the full evaluation (all methods and attention metrics)")
+    b.add_argument("--e2e", action="store_true",
+                   help="time the real-LLM e2e loop instead: the 2K-token llm-video session, every layer, --methods "
+                        "in the loop (config default smollm2)")
+    b.add_argument("--model", default="smollm2", help="--e2e: the model (default smollm2)")
+    b.add_argument("--methods", default="resv,rekv,full", help="--e2e: methods in the loop (default resv,rekv,full)")
     b.add_argument("--json", metavar="OUT", help="write the result as JSON")
     b.set_defaults(func=_cmd_bench)

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .hcu import HCUResult, hcu_assign_for
+from .hcu import HCUResult
+from .hcu_tensor import hcu_assign_engine
 
 __all__ = ["ClusterTable", "JobOutcome"]
 
@@ -42,12 +43,15 @@ class JobOutcome:
 
 
 class ClusterTable:
-    """``numerics`` (with ``context``, the table's key in it) replaces the float64 key sums and float32 means by another
+    """``engine``: ``tensor`` runs HCU jobs with the vectorised twin (:mod:`.hcu_tensor`), ``reference`` with
+    :func:`vrex.golden.hcu.hcu_assign`; both give the same assignments (tested).
+
+    ``numerics`` (with ``context``, the table's key in it) replaces the float64 key sums and float32 means by another
     number format's (:class:`vrex.golden.core.session.LxeNumerics`: the LXE's FP32 sums and BF16 means)."""
 
-    def __init__(self, cfg, tokens: int, dim: int, *, numerics=None, context=None):
+    def __init__(self, cfg, tokens: int, dim: int, engine: str = "tensor", *, numerics=None, context=None):
         r = cfg.resv
-        self.cfg = cfg
+        self.cfg, self.engine = cfg, engine
         self.numerics, self.context = numerics, context
         self.token_cluster = torch.full((tokens,), -1, dtype=torch.int64)
         self.sums = torch.zeros(tokens, dim, dtype=torch.float64)
@@ -85,6 +89,20 @@ class ClusterTable:
         if self.majority:
             self.ones[cid] += bits.to(torch.int32)
 
+    def _add_job(self, cids: list[int], tokens: list[int], keys: torch.Tensor, bits: torch.Tensor | None) -> None:
+        """:meth:`_add` for every token of a job at once (same float64 sums: index_add_ adds in index order)."""
+        idx, tok = torch.tensor(cids, dtype=torch.int64), torch.tensor(tokens, dtype=torch.int64)
+        self.token_cluster[tok] = idx
+        if self.numerics is not None:
+            for cid, token in zip(cids, tokens, strict=True):
+                self.numerics.add(self, cid, token)
+        else:
+            self.sums.index_add_(0, idx, keys.to(torch.float64))
+        self.counts.index_add_(0, idx, torch.ones_like(idx))
+        self.newest.scatter_reduce_(0, idx, tok, "amax")
+        if self.majority:
+            self.ones.index_add_(0, idx, bits.to(torch.int32))
+
     def _refresh_majority(self, cids) -> None:
         for cid in set(cids):
             n, ones = int(self.counts[cid]), self.ones[cid]
@@ -118,11 +136,11 @@ class ClusterTable:
         return ids.tolist()
 
     def run_job(self, window_start: int, tokens: list[int], codes: list[int], keys: torch.Tensor, bits) -> JobOutcome:
-        """Cluster ``tokens`` (one HCU job) with :func:`vrex.golden.hcu.hcu_assign_for`; update the table."""
+        """Cluster ``tokens`` (one HCU job) with the HCU reference or its twin (``engine``); update the table."""
         cfg = self.cfg
         preload = self.stage_preload(window_start, len(tokens))
         open_codes = [self.codes[c] for c in preload]
-        res = hcu_assign_for(cfg, open_codes, codes)
+        res = hcu_assign_engine(cfg, open_codes, codes, engine=self.engine)
         slots = list(preload)
         clusters = []
         for a in res.assignments:
@@ -138,8 +156,8 @@ class ClusterTable:
                 assert len(slots) - 1 == a.cluster, "HCU slot numbering out of step with the table"
             else:
                 cid = slots[a.cluster]
-            self._add(cid, tokens[i], keys[i], None if bits is None else bits[i])
             clusters.append(cid)
+        self._add_job(clusters, tokens, keys, bits)
         if self.majority:
             self._refresh_majority(clusters)
         self.jobs += 1

@@ -7,7 +7,8 @@ its *light attention*: the same logits with every key outside sinks ∪ recent w
 
 - **retrieval ratio** — Σ fetched / Σ offloaded tokens over (layers, KV heads, steps); ``full`` reports 1.0 (it
   attends everything) with 0 bytes fetched, since it keeps the whole cache in device memory;
-- **recall** — mean over rows of the true softmax mass on the attended keys;
+- **recall** — mean over rows of the true softmax mass on the attended keys (``recall_p5``: its 5th percentile
+  over the rows, linear interpolation);
 - **output error** — mean over rows of ‖o_light − o_full‖₂ / ‖o_full‖₂;
 - **bytes fetched** — fetched tokens × 2 (K and V) × head_dim × ``model.kv_bytes`` (per layer and KV head);
 - ReSV extras: clusters and mean cluster size per context, WTU early-exit statistics, HCU events, and the
@@ -36,7 +37,8 @@ from .stream import STAGES, Stream
 from .threads import torch_threads
 from .trace import Trace
 
-__all__ = ["METHODS", "VARIANTS", "check_methods", "evaluate", "make_policies", "format_table", "hash_correlation"]
+__all__ = ["METHODS", "VARIANTS", "check_methods", "evaluate", "make_policies", "format_table", "hash_correlation",
+           "light_mask", "true_attention", "group_values"]
 
 METHODS = ("full", "flexgen", "infinigen", "rekv", "quest", "oracle_topp", "resv")
 # ReSV variants measured beside the default: the exact sorted WiCSum, fixed top-k clusters (WTU topk mode), the
@@ -80,9 +82,10 @@ class _Cell:
     recall: float = 0.0
     error: float = 0.0
     steps: int = 0
+    row_recall: list = field(default_factory=list)     # per-row recall tensors (for the percentiles)
 
     def add(self, other: "_Cell"):
-        for f in ("offloaded", "fetched", "rows", "recall", "error", "steps"):
+        for f in ("offloaded", "fetched", "rows", "recall", "error", "steps", "row_recall"):
             setattr(self, f, getattr(self, f) + getattr(other, f))
 
 
@@ -94,18 +97,55 @@ class _Acc:
         return self.cells.setdefault(key, _Cell())
 
 
-def _attention(data, step, qheads, kvidx, e):
-    """Logits, true probabilities and outputs of the step's rows, shapes (H, n, e), (H, n, e), (H, n, d)."""
+def true_attention(data, step, heads, e):
+    """Logits, true probabilities and outputs of the step's rows over keys ``[0, e)``, shapes ``(H, n, e)``,
+    ``(H, n, e)``, ``(H, n, d)`` with ``H = len(heads) · group`` (row ``i·group + j``: query head ``j`` of the
+    ``i``-th evaluated KV head), the causal mask ``(n, e)`` and the values ``(len(heads), e, d)``.
+
+    The query heads of a GQA group are multiplied with their KV head's keys in one batched product (no copy of
+    the keys per query head)."""
     s, n = step.start, step.tokens
-    d = data.q.shape[-1]
-    q = data.q[s:step.end, qheads].transpose(0, 1)                        # (H, n, d)
-    k = data.k[:e].transpose(0, 1)[kvidx]                                  # (H, e, d)
-    v = data.v[:e].transpose(0, 1)[kvidx]
-    logits = q @ k.transpose(1, 2) / math.sqrt(d)
+    hkv, d = data.k.shape[1], data.q.shape[-1]
+    g, hk = data.q.shape[1] // hkv, len(heads)
+    every = list(heads) == list(range(hkv))
+    q = data.q[s:step.end].view(n, hkv, g, d)
+    q = (q if every else q[:, list(heads)]).permute(1, 2, 0, 3).reshape(hk, g * n, d)
+    k = data.k[:e] if every else data.k[:e, list(heads)]
+    v = data.v[:e] if every else data.v[:e, list(heads)]
+    logits = torch.bmm(q, k.permute(1, 2, 0)).view(hk * g, n, e) / math.sqrt(d)
     causal = torch.arange(e)[None, :] <= (s + torch.arange(n))[:, None]    # (n, e)
     logits = logits.masked_fill(~causal[None], -math.inf)
     probs = torch.softmax(logits, -1)
-    return logits, probs, probs @ v, causal, v
+    values = v.transpose(0, 1)
+    return logits, probs, group_values(probs, values), causal, values
+
+
+def group_values(probs: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+    """``probs`` ``(Hk·g, n, e)`` times each group's values ``(Hk, e, d)`` → ``(Hk·g, n, d)``."""
+    hk, e, d = values.shape
+    rows, n = probs.shape[0], probs.shape[1]
+    return torch.bmm(probs.reshape(hk, (rows // hk) * n, e), values).view(rows, n, d)
+
+
+def light_mask(res, step, fetched, kvidx: torch.Tensor, causal: torch.Tensor, include_current: bool) -> torch.Tensor:
+    """Keys each query row attends under a policy: sinks ∪ recent window ∪ fetched ∪ current step, causal.
+
+    ``fetched``: offloaded token indices per evaluated KV head; ``kvidx`` ``(H,)``: the KV-head position of each
+    query head row; ``causal`` ``(n, e)``. Returns bool ``(H, n, e)``. Without ``include_current`` only the query
+    itself is kept of the current step. The trace evaluation and the e2e loop both use this one rule.
+    """
+    e = causal.shape[1]
+    base = torch.zeros(len(fetched), e, dtype=torch.bool)
+    base[:, : res.sinks] = True
+    base[:, res.window_start: step.start] = True
+    for i, f in enumerate(fetched):
+        base[i, f] = True
+    base[:, step.start:] = include_current
+    mask = base[kvidx][:, None, :] & causal[None]
+    if not include_current:
+        diag = torch.arange(e)[None, :] == (step.start + torch.arange(step.tokens))[:, None]
+        mask |= diag[None]
+    return mask
 
 
 def hash_correlation(cfg, trace: Trace, layers, heads, max_pairs: int = 32) -> dict:
@@ -152,9 +192,7 @@ def _evaluate(cfg, trace, methods, layers, heads, settings, engine, progress) ->
     stream = Stream(cfg, trace)
     seg_ids = trace.segment_ids()
     g = trace.query_heads // trace.kv_heads
-    qheads = [h * g + j for h in heads for j in range(g)]
     kvidx = torch.tensor([i for i in range(len(heads)) for _ in range(g)])
-    kv_of_row = torch.tensor(heads)[kvidx]
     acc = _Acc()
     cur = cfg.resv.include_current_frame
     for li, l in enumerate(layers):
@@ -167,7 +205,7 @@ def _evaluate(cfg, trace, methods, layers, heads, settings, engine, progress) ->
             e = step.end
             logits = probs = out_full = None
             if n_off:
-                logits, probs, out_full, causal, v = _attention(data, step, qheads, kv_of_row, e)
+                logits, probs, out_full, causal, v = true_attention(data, step, heads, e)
             ctx = StepContext(cfg, l, data, trace.layers.get(l - 1), stream, step, res, heads, seg_ids, probs)
             resv_fraction = None
             for p in policies:
@@ -178,17 +216,8 @@ def _evaluate(cfg, trace, methods, layers, heads, settings, engine, progress) ->
                     resv_fraction = sum(len(f) for f in fetched) / (n_off * len(heads)) if n_off else 0.0
                 if not n_off:
                     continue
-                base = torch.zeros(len(heads), e, dtype=torch.bool)
-                base[:, : res.sinks] = True
-                base[:, res.window_start: step.start] = True
-                for i, f in enumerate(fetched):
-                    base[i, f] = True
-                base[:, step.start:] = cur
-                mask = base[kvidx][:, None, :] & causal[None]
-                if not cur:
-                    diag = torch.arange(e)[None, :] == (step.start + torch.arange(step.tokens))[:, None]
-                    mask |= diag[None]
-                light = torch.softmax(logits.masked_fill(~mask, -math.inf), -1) @ v
+                mask = light_mask(res, step, fetched, kvidx, causal, cur)
+                light = group_values(torch.softmax(logits.masked_fill(~mask, -math.inf), -1), v)
                 recall = (probs * mask).sum(-1)                                        # (H, n)
                 err = (light - out_full).norm(dim=-1) / out_full.norm(dim=-1).clamp_min(1e-30)
                 for i, h in enumerate(heads):
@@ -197,8 +226,11 @@ def _evaluate(cfg, trace, methods, layers, heads, settings, engine, progress) ->
                     c.fetched += len(fetched[i])
                     c.rows += g * step.tokens
                     c.recall += float(recall[i * g:(i + 1) * g].sum())
+                    c.row_recall.append(recall[i * g:(i + 1) * g].flatten().float())
                     c.error += float(err[i * g:(i + 1) * g].sum())
                     c.steps += 1
+        for p in policies:
+            p.end_layer(l)
         if progress:
             progress(li + 1, len(layers), l)
     report = _report(cfg, trace, policies, acc, layers, heads, settings, engine)
@@ -217,8 +249,10 @@ def _stage_summary(cfg, trace, acc, method, stage, layers, heads, offloads) -> d
                     tot.add(c)
     per_token_bytes = 2 * trace.head_dim * cfg.model.kv_bytes
     ratio = (tot.fetched / tot.offloaded if offloads else 1.0) if tot.offloaded else None
+    rows = torch.cat(tot.row_recall).double() if tot.row_recall else None
     return {"retrieval_ratio": ratio,
             "recall": tot.recall / tot.rows if tot.rows else None,
+            "recall_p5": float(torch.quantile(rows, 0.05)) if rows is not None else None,
             "output_error": tot.error / tot.rows if tot.rows else None,
             "bytes_fetched": tot.fetched * per_token_bytes if offloads else 0,
             "fetched_tokens": tot.fetched if offloads else 0, "offloaded_tokens": tot.offloaded if offloads else 0,

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Assignment", "HCUResult", "hcu_assign", "hcu_assign_for", "HCUTokenTiming", "HCUCycles", "hcu_cycles",
+__all__ = ["Assignment", "HCUResult", "check_job", "hcu_assign", "hcu_assign_for", "HCUTokenTiming", "HCUCycles", "hcu_cycles",
            "hcu_cycles_for", "hcu_worst_token_cycles", "early_exit_saving"]
 
 
@@ -48,15 +48,22 @@ class HCUResult:
     codes: list[int]          # code memory contents at the end of the job (slot order)
 
 
-def hcu_assign(open_codes: list[int], token_codes: list[int], *, code_bits: int, threshold: int, capacity: int,
-               assignment: str = "nearest", full_policy: str = "spill") -> HCUResult:
-    """Assign each token of a job to a cluster slot; see the module docstring for the rules."""
-    if len(open_codes) > capacity:
-        raise ValueError(f"{len(open_codes)} preloaded codes exceed the capacity of {capacity} slots")
+def check_job(n_open: int, *, code_bits: int, threshold: int, capacity: int, assignment: str,
+              full_policy: str) -> None:
+    """Raise ``ValueError`` for a job the HCU cannot run (too many preloaded codes, threshold, unknown rule)."""
+    if n_open > capacity:
+        raise ValueError(f"{n_open} preloaded codes exceed the capacity of {capacity} slots")
     if not 0 <= threshold <= code_bits + 1:
         raise ValueError(f"threshold {threshold} is outside 0..{code_bits + 1}")
     if assignment not in ("nearest", "first") or full_policy not in ("spill", "join_nearest"):
         raise ValueError(f"unknown assignment {assignment!r} or full policy {full_policy!r}")
+
+
+def hcu_assign(open_codes: list[int], token_codes: list[int], *, code_bits: int, threshold: int, capacity: int,
+               assignment: str = "nearest", full_policy: str = "spill") -> HCUResult:
+    """Assign each token of a job to a cluster slot; see the module docstring for the rules."""
+    check_job(len(open_codes), code_bits=code_bits, threshold=threshold, capacity=capacity, assignment=assignment,
+              full_policy=full_policy)
     mask = (1 << code_bits) - 1
     codes = [c & mask for c in open_codes]
     out = []

@@ -1,6 +1,6 @@
 """Retrieval policies behind one interface, and the baselines ReSV is compared with.
 
-A :class:`RetrievalPolicy` is called once per (layer, step), in session order, with a :class:`StepContext`
+A :class:`RetrievalPolicy` is called once per (layer, step), steps in session order, with a :class:`StepContext`
 (the layer's Q/K/V, the step, the residency and the true attention probabilities). It returns, for each
 evaluated KV head, the **offloaded tokens it fetches** (sorted indices). Light attention then runs over
 sinks ∪ recent window ∪ fetched ∪ current step (causal) — the same rule for every policy (:mod:`.evaluate`).
@@ -116,13 +116,19 @@ class StepContext:
 
 
 class RetrievalPolicy:
-    """One retrieval method. ``select`` is called for every (layer, step) in session order."""
+    """One retrieval method, called between ``begin_layer(l)`` and ``end_layer(l)`` for every step of layer ``l`` in
+    session order. Layers come one after the other (trace evaluation) or interleaved step by step (the e2e loop,
+    where a step's keys exist only once the model has run it); ``ctx.data`` holds valid Q/K up to the step's end."""
 
     name = "policy"
     offloads = True        # False: nothing is offloaded (full attention); bytes fetched are 0
+    needs_probs = False    # True: select reads ctx.probs (the step's true attention)
 
     def begin_layer(self, cfg, layer: int, data: LayerQKV, heads: list[int], stream: Stream) -> None:
         pass
+
+    def end_layer(self, layer: int) -> None:
+        """The run is done with ``layer`` (its state may be released)."""
 
     def select(self, ctx: StepContext) -> list[torch.Tensor]:
         raise NotImplementedError
@@ -224,6 +230,7 @@ class QuestPages(RetrievalPolicy):
 
 class OracleTopP(RetrievalPolicy):
     name = "oracle_topp"
+    needs_probs = True
 
     def __init__(self, top_p: float = 0.85):
         self.top_p = top_p

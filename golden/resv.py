@@ -97,8 +97,45 @@ class _WTUStats:
                 "saturated_scores": self.saturated, "scores": self.scores}
 
 
+class _LayerState:
+    """One layer's ReSV state: hashing contexts, their codes (hashed as keys arrive) and their HC tables."""
+
+    def __init__(self, cfg, layer, data, heads, engine: str = "tensor", numerics=None):
+        """``numerics``: the codes come from its hashing (every key of the layer at once; the codes of a key do not
+        depend on when it is hashed) and the tables use its sums and means."""
+        self.layer, self.heads, self.hashed = layer, list(heads), 0
+        self.keys, self.planes, self.bits, self.codes, self.tables = {}, {}, {}, {}, {}
+        if numerics is not None:
+            numerics.begin_layer(cfg, layer, data, self.heads)
+        for c, k, planes in hash_contexts(cfg, layer, data, self.heads):
+            self.keys[c], self.planes[c] = k, planes
+            if numerics is not None:
+                self.bits[c], self.codes[c] = None, numerics.hash_codes(c, planes)
+                self.hashed = k.shape[0]
+            else:
+                self.bits[c] = torch.zeros(k.shape[0], planes.shape[1], dtype=torch.bool)
+                self.codes[c] = [0] * k.shape[0]
+            self.tables[c] = ClusterTable(cfg, k.shape[0], k.shape[1], engine, numerics=numerics, context=c)
+
+    def hash_upto(self, end: int) -> None:
+        """Hash the keys ``[hashed, end)``: each step hashes its own tokens, offline and online alike."""
+        if end <= self.hashed:
+            return
+        for c, k in self.keys.items():
+            bits = hash_bits(k[self.hashed:end], self.planes[c])
+            self.bits[c][self.hashed:end] = bits
+            self.codes[c][self.hashed:end] = pack_codes(bits)
+        self.hashed = end
+
+
 class ReSVPolicy(RetrievalPolicy):
-    """The ReSV session for one run (state is per layer; layers are processed one after the other)."""
+    """The ReSV session for one run.
+
+    Each layer's state (hash codes, HC tables) lives from :meth:`begin_layer` to :meth:`end_layer`, so a run may
+    process layers one after the other (the trace evaluation) or all layers step by step (the e2e loop, where the
+    keys arrive as the model runs). Keys are hashed when their step is selected, so both orders give the same
+    codes, clusters and selections on the same Q/K.
+    """
 
     def __init__(self, cfg, *, name: str = "resv", engine: str = "tensor", recorder: JobRecorder | None = None,
                  numerics=None):
@@ -110,32 +147,29 @@ class ReSVPolicy(RetrievalPolicy):
         self.numerics = numerics
         self.cluster_stats: list[dict] = []
         self.wtu_stats: dict[str, _WTUStats] = {}
+        self.states: dict[int, _LayerState] = {}
         self.tables: dict = {}
 
     # ---- per layer ------------------------------------------------------------------------------------------------
 
     def begin_layer(self, cfg, layer, data, heads, stream):
-        self._close_layer()
-        self.layer, self.heads, self.data = layer, list(heads), data
-        self.keys, self.bits, self.codes, self.tables = {}, {}, {}, {}
-        nx = self.numerics
-        if nx is not None:
-            nx.begin_layer(self.cfg, layer, data, self.heads)
-        for c, k, planes in hash_contexts(self.cfg, layer, data, self.heads):
-            if nx is not None:
-                self.keys[c], self.bits[c], self.codes[c] = k, None, nx.hash_codes(c, planes)
-            else:
-                bits = hash_bits(k, planes)
-                self.keys[c], self.bits[c], self.codes[c] = k, bits, pack_codes(bits)
-            self.tables[c] = ClusterTable(self.cfg, k.shape[0], k.shape[1], numerics=nx, context=c)
+        self.states[layer] = _LayerState(self.cfg, layer, data, heads, self.engine, self.numerics)
+        self._use(layer)
 
-    def _close_layer(self):
-        for c, t in self.tables.items():
-            self.cluster_stats.append({"layer": self.layer, "head": c, **t.stats()})
-        self.tables = {}
+    def _use(self, layer) -> None:
+        st = self.states[layer]
+        self.layer, self.heads, self.state = layer, st.heads, st
+        self.keys, self.bits, self.codes, self.tables = st.keys, st.bits, st.codes, st.tables
+
+    def end_layer(self, layer) -> None:
+        st = self.states.pop(layer, None)
+        if st is not None:
+            for c, t in st.tables.items():
+                self.cluster_stats.append({"layer": layer, "head": c, **t.stats()})
 
     def stats(self) -> dict:
-        self._close_layer()
+        for layer in sorted(self.states):
+            self.end_layer(layer)
         return {"clusters": self.cluster_stats, "wtu": {k: v.as_dict() for k, v in self.wtu_stats.items()},
                 "engine": self.engine}
 
@@ -223,6 +257,8 @@ class ReSVPolicy(RetrievalPolicy):
         return masks
 
     def select(self, ctx: StepContext) -> list[torch.Tensor]:
+        self._use(ctx.layer)
+        self.state.hash_upto(ctx.step.end)
         self._cluster_step(ctx)
         r, res = self.cfg.resv, ctx.res
         off = ctx.offloaded
@@ -305,3 +341,4 @@ def _run_layers(cfg, trace, layers, heads, policy, stream, seg_ids, on_step=None
             fetched = policy.select(ctx)
             if on_step is not None:
                 on_step(policy, ctx, fetched)
+        policy.end_layer(l)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from vrex.cli import add_config_option, load_config_arg
 from vrex.errors import UsageError, output_file, output_folder

@@ -8,8 +8,12 @@ Layout read (docs/golden.md; the fields of the real-LLM and KVMU contracts)::
                                              "layer_head_steps": k, …},
                           "e2e": {"top1_agreement", "logit_kl", "answer_nll", "ratio"}}},
      "resv": {"resv": {"mean_cluster_size": …}},
-     "kvmu": {"frame" | "text": {"payload_bytes", "bytes_moved", "bursts", "commands", "stalls"},
-              "config_hash": …, "device_capacity_bytes": …}}
+     "kvmu": {"frame" | "text": {"payload_bytes", "bytes_moved", "bursts", "commands", "stalls",
+                                 "prefetch": {"payload_bytes", "bytes_moved", "bursts", "commands"}, "evict": {…}},
+              "config_hash": …, "capacity_bytes": …}}
+
+The retrieval transfers are the ``prefetch`` part of a stage (the stage totals also count the eviction writes);
+reports without the split give the stage totals.
 
 Each report is one session; its **length** for the ratio fit is the mean number of retrieval candidates per layer,
 KV head and step, ``offloaded_tokens / layer_head_steps`` (older than the golden run's recent window), falling back
@@ -186,7 +190,10 @@ def read_golden_json(path) -> GoldenRun:
             counters = raw_kvmu.get(stage)
             if not isinstance(counters, dict):
                 continue
-            vals = {k: number(counters.get(k), 0.0) for k in KVMU_FIELDS}
+            # Retrieval traffic is the prefetch part; the stage totals also hold the eviction writes (one token per
+            # command), which are not what a selection fetches. Older reports without the split give the totals.
+            fetch = counters.get("prefetch") if isinstance(counters.get("prefetch"), dict) else counters
+            vals = {k: number(fetch.get(k, counters.get(k)), 0.0) for k in KVMU_FIELDS}
             bad = [k for k, v in vals.items() if v is None]
             if bad:
                 notes.append(f"{path}: kvmu.{stage}.{bad[0]} missing or invalid; the {stage} stage's transfers keep "

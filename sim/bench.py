@@ -17,6 +17,11 @@ compared like an output transaction, ``None`` records the value without checking
 ``statics`` are plain control inputs (thresholds, ratios, mode registers) driven to a constant for the
 whole run, before reset is released.
 
+``idle_inputs`` names inputs the bench leaves at 0 on purpose (a port, or a prefix such as ``kvmu_ctrl`` or ``dev``
+for every port of that stream or bus): a unit of the design that the bench does not exercise, kept idle. Every
+simulator holds undriven inputs at 0; the list tells a replay (the IP package's Verilog testbench) that this is
+intended, not a forgotten static.
+
 Port names are the flattened Verilog prefixes (``i`` for ``i__payload/i__valid/i__ready``; a nested port
 ``ctrl.tokens`` is ``ctrl__tokens``).
 """
@@ -87,6 +92,7 @@ class StreamBench:
     fields: dict[str, list[tuple[str, int, int]]] = field(default_factory=dict)   # per port, for reports
     statics: dict[str, int] = field(default_factory=dict)   # quasi-static control inputs, set before reset
     expected_signals: dict[str, int | None] = field(default_factory=dict)   # status outputs sampled at the end
+    idle_inputs: list[str] = field(default_factory=list)   # ports (or port prefixes) the bench holds at 0 on purpose
     p_valid: float = 0.7
     p_ready: float = 0.7
     seed: int = 1

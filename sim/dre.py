@@ -23,6 +23,9 @@ JOB_KIND = "both"    # make_bench(jobs=(hcu_jobs, wtu_jobs)) replays recorded jo
 PORTS = {"i": "codes", "o": "assignments",                                    # HCU bench port -> DRE port
          "counts": "counts", "scores": "scores", "row": "rows", "group": "selection"}   # WTU bench port -> DRE port
 
+# The DRE top's KVMU ports (hdl/dre.py): its job streams and its three AXI4 master buses.
+KVMU_PORTS = ("kvmu_ctrl", "kvmu_tokens", "kvmu_masks", "kvmu_resp", "dev", "host", "tbl")
+
 
 def _rename(d: dict) -> dict:
     return {PORTS.get(k, k): v for k, v in d.items()}
@@ -76,6 +79,9 @@ def make_bench(cfg, *, n: int = 200, seed: int = 1, p_valid: float = 0.7, p_read
         name=name, inputs=_rename({**hb.inputs, **wb.inputs}), expected=_rename({**hb.expected, **wb.expected}),
         fields=_rename({**hb.fields, **wb.fields}), statics={**hb.statics, **wb.statics, "clear": 0},
         expected_signals=expected_counters(cfg, hcu_jobs, threshold, hb, wb),
+        # the KVMU gets no command in this bench: its streams and AXI ports stay idle (tests/test_dre.py runs it
+        # against the golden memory model)
+        idle_inputs=list(KVMU_PORTS),
         p_valid=p_valid, p_ready=p_ready, seed=seed, max_cycles=hb.cycle_budget() + wb.cycle_budget())
 
 

@@ -7,10 +7,11 @@ Per clock edge, as :class:`vrex.sim.traffic.Traffic` does: each input stream off
 probability 3/4 (an offered payload stays offered, unchanged, until it is taken), each output is ready with
 probability 3/4 (one 32-bit LFSR per port, seeded from the bench seed). Every output beat is compared with the
 expected one in order; an output that drops valid or changes its payload while stalled, an extra beat, any
-output that is X or Z after reset, a status signal that differs from ``expected_signals`` after the drain, or
+output that is X or Z after reset (a stream payload or an AXI channel field only while its VALID is high: it is
+don't-care otherwise), a status signal that differs from ``expected_signals`` after the drain, or
 not finishing within the bench's cycle budget ends the run with ``$fatal`` (non-zero exit). A bench with no
-stimulus and no expected beats is the idle test: after reset every output is defined and no output stream
-transfers a beat.
+stimulus and no expected beats is the idle test: after reset every VALID and every other non-payload output is
+defined and no output stream transfers a beat.
 
 Statics are constant inputs for the whole run; any other input that is not the clock or reset is held at 0.
 """
@@ -39,9 +40,13 @@ def usable_bench(bench, ports: list[dict]) -> str | None:
             return f"signal {name} is not a port"
     driven = ({f"{p}__{s}" for p in bench.inputs for s in ("payload", "valid")}
               | {f"{p}__ready" for p in bench.expected} | set(bench.statics))
+    idle = tuple(bench.idle_inputs)
     for p in ports:
-        if p["direction"] == "input" and p.get("role") not in ("clock", "reset") and p["name"] not in driven:
-            return f"its bench does not drive the input {p['name']} (a model outside the bench answers it)"
+        n = p["name"]
+        if n in idle or any(n.startswith(prefix + "__") for prefix in idle):
+            continue
+        if p["direction"] == "input" and p.get("role") not in ("clock", "reset") and n not in driven:
+            return f"its bench does not drive the input {n} (a model outside the bench answers it)"
     return None
 
 
@@ -126,7 +131,10 @@ def verilog_testbench(bench: StreamBench, interface: dict, *, name: str, clock_m
               "      $display(\"FAIL: %0s (cycle %0d after reset)\", what, cycle);", "      $fatal(1);",
               "    end", "  endtask",
               f"  always @(negedge {clock}) if (running) begin"]
-    lines += [f"    if ((^{n}) === 1'bx) fail(\"output {n} is X or Z\");" for n in outputs]
+    for n in outputs:
+        valid = _valid_of(n, set(outputs))
+        guard = f"{valid} === 1'b1 && " if valid else ""
+        lines.append(f"    if ({guard}(^{n}) === 1'bx) fail(\"output {n} is X or Z\");")
     lines += ["  end"]
     pending = " || ".join([f"{p}_sent < {len(bench.inputs[p])}" for p in ins]
                           + [f"{p}_seen < {len(bench.expected[p])}" for p in outs]) or "1'b0"
@@ -146,9 +154,23 @@ def verilog_testbench(bench: StreamBench, interface: dict, *, name: str, clock_m
     return "\n".join(lines) + "\n"
 
 
+def _valid_of(name: str, outputs: set) -> str | None:
+    """The VALID output that qualifies output ``name``, or None: a stream's ``X__payload`` is qualified by
+    ``X__valid``, an AXI master's address / write-data field ``P__awlen`` (``aw``, ``w``, ``ar`` channels) by
+    ``P__awvalid``. A payload is don't-care while its VALID is low (the stream protocol and AXI), so it is checked
+    for X / Z only on cycles it is valid; the VALIDs themselves, and every other output, always."""
+    if name.endswith("__payload") and name[:-len("payload")] + "valid" in outputs:
+        return name[:-len("payload")] + "valid"
+    prefix, _, field = name.rpartition("__")
+    for channel in ("aw", "ar", "w"):
+        if prefix and field.startswith(channel) and field != channel + "valid" and f"{prefix}__{channel}valid" in outputs:
+            return f"{prefix}__{channel}valid"
+    return None
+
+
 def _summary(bench: StreamBench) -> str:
     if not bench.inputs and not any(bench.expected.values()):
-        return "idle after reset, every output defined and no output stream active"
+        return "idle after reset, every output defined (payloads while valid) and no output stream active"
     beats = [f"{len(v)} {p}" for p, v in bench.inputs.items()] + [f"{len(v)} {p}" for p, v in bench.expected.items()]
     return f"{', '.join(beats)} beats match the golden model under random stalls"
 

@@ -6,9 +6,10 @@ waveform viewing and often left unused:
 
 - *submodule port aliases*: in a parent module, one wire per port of each submodule it instantiates, named after
   the port (``$N`` suffix when the name is taken);
-- *copy aliases*: a wire declared on its own line whose only driver is one ``assign w = net;`` or
-  ``assign w = net[i:j];`` (a plain copy): the names of a re-exported interface (a top whose ports are its
-  submodules' own members, as the LXE and core tops) and the memory-port signals of a module with several
+- *copy aliases*: a wire declared on its own line whose only driver is one ``assign w = net;``,
+  ``assign w = net[i:j];`` or ``assign w = 2'h1;`` (a plain copy of a net or of a constant the backend folded into
+  it): the names of a re-exported interface (a top whose ports are its submodules' own members, as the LXE and core
+  tops; the KVMU's fixed AXI fields arrive there as constants) and the memory-port signals of a module with several
   memories (``rp__addr$16``).
 
 The aliases are found by reading the Verilog (module headers, instances, wire declarations, assignments), never
@@ -78,7 +79,7 @@ def submodule_port_aliases(text: str) -> list[PortAlias]:
     return out
 
 
-_COPY = re.compile(rf"^\s*assign\s+{_IDENT}\s*=\s*{_IDENT}\s*(?:\[\d+(?::\d+)?\])?\s*;\s*$")
+_COPY = re.compile(rf"^\s*assign\s+{_IDENT}\s*=\s*({_IDENT}\s*(?:\[\d+(?::\d+)?\])?|\d+'[bodh][0-9a-fA-F_]+)\s*;\s*$")
 _ASSIGN_TARGET = re.compile(rf"^\s*assign\s+{_IDENT}\s*(?:\[[^\]]*\])?\s*=")
 
 
@@ -106,7 +107,7 @@ def copy_aliases(text: str, *, exclude=()) -> list[PortAlias]:
                 drivers[name] = drivers.get(name, 0) + 1
                 copy = _COPY.match(lines[i])
                 if copy:
-                    copies[name] = _name(copy.group(2))
+                    copies[name] = copy.group(2) if "'" in copy.group(2) else _name(copy.group(2))
         for wire, line in sorted(declared.items(), key=lambda kv: kv[1]):
             if wire in ports or (module, wire) in done or drivers.get(wire) != 1 or wire not in copies:
                 continue

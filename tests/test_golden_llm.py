@@ -185,3 +185,15 @@ def test_bad_inputs_are_one_sentence(tiny_llm, tmp_path, build, monkeypatch):
     assert not (build / "golden" / "llm" / "traces").exists() or not list((build / "golden" / "llm" / "traces").iterdir())
     models = build / "golden" / "llm" / "models"
     assert not models.exists() or all(not p.name.startswith(".") for p in models.iterdir())
+
+
+def test_cli_bad_model_is_one_line_exit_2(tmp_path, capsys, monkeypatch):
+    from vrex.cli import main
+
+    monkeypatch.setenv("VREX_BUILD_DIR", str(tmp_path / "build"))
+    code = main(["golden", "-c", "smollm2", "--trace", "llm-video", "--model", str(tmp_path / "missing")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "no such file or folder" in err and "Traceback" not in err
+    assert not (tmp_path / "build").exists() or not any((tmp_path / "build").rglob("*.safetensors"))
+    assert main(["golden", "-c", "smollm2", "--trace", "llm-video", "--fps", "0"]) == 2
+    assert "--fps 0: the sampling rate must be > 0." in capsys.readouterr().err

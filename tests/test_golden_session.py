@@ -225,3 +225,27 @@ def test_row_overflow_error_is_clear(trace):
     assert math.isfinite(rep["methods"]["resv"]["frame"]["recall"])
     w = rep["resv"]["resv"]["wtu"]["frame"]
     assert w["tiles"] > w["jobs"]                                              # the tile path ran
+
+
+def test_job_table_update_equals_token_by_token():
+    """ClusterTable adds a job's tokens with index_add_; sums, counts, newest and majority ones equal the
+    token-by-token update bit for bit (duplicates, float64 order)."""
+    import random
+
+    cfg = TINY.with_overrides({"resv.cluster_code": "majority"})
+    rng = random.Random(3)
+    for _ in range(20):
+        a, b = ClusterTable(cfg, 40, 8), ClusterTable(cfg, 40, 8)
+        for t in (a, b):
+            for _ in range(5):
+                t._new_cluster(rng.getrandbits(16))
+        tokens = sorted(rng.sample(range(40), 12))
+        cids = [rng.randrange(5) for _ in tokens]
+        keys = torch.randn(12, 8, generator=torch.Generator().manual_seed(rng.getrandbits(31))) * 100
+        bits = keys[:, :16 % 8 or 8] > 0
+        bits = torch.cat([bits, bits], 1)
+        for i, (c, tok) in enumerate(zip(cids, tokens)):
+            a._add(c, tok, keys[i], bits[i])
+        b._add_job(cids, tokens, keys, bits)
+        for f in ("token_cluster", "sums", "counts", "newest", "ones"):
+            assert torch.equal(getattr(a, f), getattr(b, f)), f

@@ -159,3 +159,62 @@ def test_cycle_model_rejects_bad_jobs():
         hcu_cycles([], [0], code_bits=4, threshold=1, capacity=4, lanes=1, bits_per_cycle=1, assignment="closest")
     with pytest.raises(ValueError, match=r"threshold 6 is outside 0..5"):
         hcu_cycles([], [0], code_bits=4, threshold=6, capacity=4, lanes=1, bits_per_cycle=1)
+
+
+# ---- the session's vectorised twin ---------------------------------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from vrex.golden.hcu_tensor import hcu_assign_vectorised  # noqa: E402
+
+
+@st.composite
+def hcu_jobs(draw):
+    bits = draw(st.sampled_from([1, 4, 7, 16, 32, 63, 64, 65, 96]))
+    cap = draw(st.integers(1, 12))
+    thr = draw(st.integers(0, bits + 1))
+    centres = draw(st.lists(st.integers(0, (1 << bits) - 1), min_size=1, max_size=3))
+
+    def near(c, flips):
+        for k in flips:
+            c ^= 1 << (k % bits)
+        return c
+
+    code = st.builds(near, st.sampled_from(centres), st.lists(st.integers(0, bits - 1), max_size=thr + 2))
+    pre = draw(st.lists(code | st.integers(0, (1 << bits) - 1), max_size=cap))
+    toks = draw(st.lists(code | st.integers(0, (1 << (bits + 3)) - 1), min_size=1, max_size=14))
+    policy = {"assignment": draw(st.sampled_from(["nearest", "first"])),
+              "full_policy": draw(st.sampled_from(["spill", "join_nearest"]))}
+    return pre, toks, {"code_bits": bits, "threshold": thr, "capacity": cap, **policy}
+
+
+@settings(max_examples=250, deadline=None)
+@given(hcu_jobs())
+def test_vectorised_twin_equals_the_reference(job):
+    pre, toks, kw = job
+    assert hcu_assign_vectorised(pre, toks, **kw) == hcu_assign(pre, toks, **kw)
+
+
+def test_vectorised_twin_rejects_what_the_reference_rejects():
+    for kw in ({"capacity": 1}, {"threshold": 40}, {"assignment": "best"}):
+        args = {"code_bits": 8, "threshold": 3, "capacity": 4, "assignment": "nearest", **kw}
+        with pytest.raises(ValueError) as ref:
+            hcu_assign([1, 2], [3], **args)
+        with pytest.raises(ValueError) as twin:
+            hcu_assign_vectorised([1, 2], [3], **args)
+        assert str(ref.value) == str(twin.value)
+
+
+def test_a_wrong_twin_is_caught(monkeypatch):
+    """Mutant: the twin breaks distance ties towards the highest slot; the equality check must see it."""
+    import numpy as np
+
+    from vrex.golden import hcu_tensor
+
+    pre, toks, kw = [0b0011, 0b0101], [0b0001], {"code_bits": 4, "threshold": 3, "capacity": 4}
+    assert hcu_assign_vectorised(pre, toks, **kw) == hcu_assign(pre, toks, **kw)
+    first_min = np.argmin
+    monkeypatch.setattr(hcu_tensor.np, "argmin", lambda d: len(d) - 1 - int(first_min(d[::-1])))
+    wrong = hcu_assign_vectorised(pre, toks, **kw)
+    assert wrong.assignments[0].cluster == 1 and wrong != hcu_assign(pre, toks, **kw)

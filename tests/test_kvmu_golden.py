@@ -138,15 +138,15 @@ def test_session_jobs_follow_the_clustering():
      "dre.kvmu.dma_burst_bytes = 8192: must be a power of two from 64 to 4096 (AXI4 rules)."),
     ("dre:\n  kvmu:\n    axi_data_bits: 96\n",
      "dre.kvmu.axi_data_bits = 96: must be a power of two from 32 to 1024 (AXI4 rules)."),
-    ("model:\n  head_dim: 2\ndre:\n  kvmu:\n    axi_data_bits: 128\n",
+    ("model:\n  head_dim: 2\nlxe:\n  vpe_lanes: 2\ndre:\n  kvmu:\n    axi_data_bits: 128\n",
      "dre.kvmu.axi_data_bits = 128: must divide the KV record of 8 bytes (K and V of one token and context) into "
      "whole beats: the KVMU moves whole records; use at most 64 bits."),
     ("dre:\n  kvmu:\n    block_tokens: 24\n", "dre.kvmu.block_tokens = 24: must be a power of two."),
     ("dre:\n  kvmu:\n    device_capacity_bytes: 1000000\n",
      "dre.kvmu.device_capacity_bytes = 1000000: must hold the sinks, the recent window plus one step (1049 tokens per "
      "context) and the staging area of batch 4: at least 1892155392 bytes of device KV capacity."),
-    ("dre:\n  kvmu:\n    device_capacity_bytes: 17000000000\n    axi_addr_bits: 32\n",
-     "dre.kvmu.device_capacity_bytes = 17000000000: with the staging area and the KVMU tables the device tier needs"),
+    ("perf:\n  batches: [1]\ndre:\n  kvmu:\n    device_capacity_bytes: 8000000000\n    axi_addr_bits: 32\n",
+     "dre.kvmu.device_capacity_bytes = 8000000000: with the staging area and the KVMU tables the device tier needs"),
     ("dre:\n  kvmu:\n    device_capacity_bytes: 2000000000\n    context_tokens: 2000000\n    axi_addr_bits: 36\n",
      "dre.kvmu.axi_addr_bits = 36: must address the host-tier block pool of"),
 ])

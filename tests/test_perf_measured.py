@@ -126,6 +126,12 @@ def test_kvmu_counters_replace_the_analytic_cluster_runs(tmp_path):
     assert long_run.counters.read.moved < short_run.counters.read.moved
     assert long_run.counters.read.commands < short_run.counters.read.commands
     assert wasteful.counters.read.moved == pytest.approx(1.5 * wasteful.counters.read.payload)
+    # with the KVMU's split, the retrieval runs are the prefetch part: eviction's one-token commands do not count
+    split = counters(128e6 + 4.096e6, 128e6 + 4.096e6, 1000 + 32000)
+    split["frame"]["prefetch"] = {"payload_bytes": 128e6, "bytes_moved": 128e6, "bursts": 2000, "commands": 1000}
+    split["frame"]["evict"] = {"payload_bytes": 4.096e6, "bytes_moved": 4.096e6, "bursts": 32000, "commands": 32000}
+    _, ms = frame(split)
+    assert ms.kvmu().run("frame") == pytest.approx((1000.0, 1.0))
     # counters that cannot be used fall back to the analytic runs, with a note
     broken, mb = frame({"frame": {"payload_bytes": 1e6}})
     assert mb.kvmu() is None and any("kvmu.frame.bytes_moved missing" in n for n in mb.notes)

@@ -24,9 +24,7 @@ STEPS = {"frame": frame_step, "question": question_step, "decode": decode_step}
 
 def small_capacity(cfg) -> int:
     """5% more than the least valid explicit capacity: the largest batch's sinks, windows and staging area."""
-    batch, kv = max(cfg.perf.batches), max(cfg.perf.kv_sizes)
-    window = batch * (cfg.resv.recent_window_tokens + cfg.resv.sink_tokens) * cfg.model.kv_bytes_per_token
-    return int(1.05 * (window + cfg.kv_staging_bytes(batch, kv)))
+    return int(1.05 * cfg.min_device_capacity_bytes())
 
 
 def offloading(base: str, **over):
@@ -316,7 +314,8 @@ def test_geometry_splits_window_device_and_host():
     assert math.isclose(g.token_layer_bytes * cfg.model.layers, cfg.model.kv_bytes_per_token)
     tier = vrex_tier(cfg)                   # auto: 32 GB - weights - activations, staging carved out of it
     cap = cfg.device_kv_capacity_bytes(4)
-    assert cap == pytest.approx(32e9 - cfg.model.weight_bytes_total - cfg.activation_bytes(4))
+    assert cap == pytest.approx(32e9 - cfg.model.weight_bytes_total - cfg.activation_bytes(4)
+                                 - 4 * cfg.kvmu_map.table_bytes)
     g4 = KVGeometry.of(cfg, 40960, tier, 4)
     per_stream = int((cap - cfg.kv_staging_bytes(4, 40960)) // (4 * cfg.model.kv_bytes_per_token))
     assert (g4.window + g4.device_old, g4.host) == (per_stream, 40960 - per_stream)

@@ -132,8 +132,9 @@ def test_explicit_capacity_rules(tmp_path):
         "(system.dram.capacity_gb = 32.0 GB = 32000000000 B); give at most what it holds beside the weights, or 0 "
         "for auto.")
     assert config_error(tmp_path, "dre:\n  kvmu:\n    device_capacity_bytes: 1000000000\n") == (
-        "bad.yaml, line 3: dre.kvmu.device_capacity_bytes = 1000000000: must hold the sinks and recent window of batch 4 "
-        "(0.54 GB) plus the retrieval staging area (1.31 GB) = 1.85 GB; raise it, or use 0 for auto.")
+        "bad.yaml, line 3: dre.kvmu.device_capacity_bytes = 1000000000: must hold the sinks, the recent window plus one "
+        "step (1049 tokens per context) and the staging area of batch 4: at least 1892155392 bytes of device KV "
+        "capacity.")
     msg = config_error(tmp_path, "dre:\n  kvmu:\n    device_capacity_bytes: 20000000000\n")
     assert msg.startswith("bad.yaml, line 3: dre.kvmu.device_capacity_bytes = 20000000000: does not fit beside the weights "
                           "(15.9 GB) and activations (0.10 GB) in the 32.0 GB device DRAM")

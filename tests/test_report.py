@@ -9,7 +9,7 @@ from vrex.synth.report import write_report
 from vrex.tools import find
 
 TINY = load_config("tiny")
-DRE_BLOCKS = ("hamming_lanes", "hcu", "wtu", "dre")       # the LXE and core are tested in tests/test_lxe_figures.py
+DRE_BLOCKS = ("hamming_lanes", "hcu", "wtu", "kvmu", "dre")       # the LXE and core are tested in tests/test_lxe_figures.py
 
 
 def _read(out):

@@ -766,9 +766,12 @@ class Config(_Section):
         return max(0, kv_tokens - (self.resv.recent_window_tokens + self.resv.sink_tokens))
 
     def kv_staging_bytes(self, batch: int, kv_tokens: int) -> float:
-        """Retrieval staging area in device DRAM: two layers (the one attending and the one being prefetched) of the
-        batch's retrieval candidates at full fetch, the bound any selection fits in."""
+        """Retrieval staging area in device DRAM: ``dre.kvmu.staging_bytes`` per stream when set, else two layers (the
+        one attending and the one being prefetched) of the batch's retrieval candidates at full fetch, the bound any
+        selection fits in."""
         m = self.model
+        if self.dre.kvmu.staging_bytes:
+            return float(batch * self.dre.kvmu.staging_bytes)
         return 2 * batch * self.kv_candidates(kv_tokens) * m.kv_bytes_per_token / m.layers
 
     def activation_bytes(self, batch: int) -> float:
@@ -791,6 +794,14 @@ class Config(_Section):
         dram = (self.system.dram.capacity_gb if dram_gb is None else dram_gb) * 1e9
         tables = batch * _kvmu_table_bytes(self) if dram_gb is None else 0
         return max(0.0, dram - self.model.weight_bytes_total - self.activation_bytes(batch) - tables)
+
+    def min_device_capacity_bytes(self) -> int:
+        """The least explicit ``dre.kvmu.device_capacity_bytes`` the KVMU accepts: for each stream of the largest
+        batch, the staging area plus every context's sinks and a ring of the recent window plus one step (4 KiB
+        region alignment aside)."""
+        km, r = self.kvmu_map, self.resv
+        ring = min(r.recent_window_tokens + km.max_step_tokens, km.context_tokens)
+        return km.batch * (km.staging_bytes + km.contexts * (r.sink_tokens + ring) * km.record_bytes)
 
     # ---- conversions -------------------------------------------------------------------------------------------
 
@@ -856,10 +867,7 @@ def _check_perf_capacity(cfg: "Config") -> None:
         if explicit > dram:
             _fail(key, explicit, f"is larger than the device DRAM (system.dram.capacity_gb = {sysc.dram.capacity_gb} GB "
                                  f"= {dram:.0f} B); give at most what it holds beside the weights, or 0 for auto.")
-        if explicit < resident + staged:
-            _fail(key, explicit, f"must hold the sinks and recent window of batch {batch} ({resident / gb:.2f} GB) plus "
-                                 f"the retrieval staging area ({staged / gb:.2f} GB) = {(resident + staged) / gb:.2f} GB; "
-                                 "raise it, or use 0 for auto.")
+        # that it holds the sinks, the recent window (plus one step) and the staging area is _check_kvmu's rule
         room = dram - weights - cfg.activation_bytes(batch)
         if explicit > room:
             _fail(key, explicit, f"does not fit beside the weights ({weights / gb:.1f} GB) and activations "
@@ -1054,7 +1062,7 @@ def _check_kvmu(cfg: "Config") -> None:
                                                          f"({2 * km.record_bytes} bytes).")
     need_ring = min(r.recent_window_tokens + km.max_step_tokens, km.context_tokens)
     if km.ring_tokens < need_ring:
-        need = km.batch * (km.staging_bytes + km.contexts * (r.sink_tokens + need_ring) * km.record_bytes)
+        need = cfg.min_device_capacity_bytes()
         key = "dre.kvmu.device_capacity_bytes" if k.device_capacity_bytes else "system.dram.capacity_gb"
         value = k.device_capacity_bytes if k.device_capacity_bytes else cfg.system.dram.capacity_gb
         _fail(key, value, f"must hold the sinks, the recent window plus one step ({need_ring} tokens per context) and "

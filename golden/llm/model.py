@@ -256,7 +256,11 @@ def model_shape(hf_config) -> dict:
     """Attention shapes and context of a transformers config."""
     c = hf_config.get_text_config() if hasattr(hf_config, "get_text_config") else hf_config
     heads = c.num_attention_heads
+    types = getattr(c, "layer_types", None) or []
+    sliding = [i for i, t in enumerate(types) if t == "sliding_attention"]
     return {"layers": c.num_hidden_layers, "hidden": c.hidden_size, "query_heads": heads,
+            **({"sliding_window_layers": sliding, "sliding_window": getattr(c, "sliding_window", None)}
+               if sliding else {}),
             "kv_heads": getattr(c, "num_key_value_heads", None) or heads,
             "head_dim": getattr(c, "head_dim", None) or c.hidden_size // heads,
             "context": getattr(c, "max_position_embeddings", None), "vocab": c.vocab_size}

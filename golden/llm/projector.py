@@ -15,7 +15,10 @@ EfficientNet-Lite0 tokens of :func:`vrex.golden.video.reduce_tokens` (``(frames,
   timm==1.0.31``) and located with ``importlib.util.find_spec``, never imported (it would need torchvision).
 - **random** (``--projector random``): the features standardised per channel over the session (z-score), a seeded
   Gaussian projection ``N(0, 1/1280)`` to the LLM width, then one scale so the mean token norm equals the mean norm
-  of the LLM's input-embedding rows.
+  of the LLM's input embeddings (4 096 evenly spaced token ids).
+
+Embeddings are taken through the model's input-embedding module, so a model that scales its embeddings (Gemma:
+× √hidden) gets visual inputs on the same scale as its text.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from ..video import classifier_head
 from .model import package_version
 
 __all__ = ["PROJECTORS", "imagenet_class_names", "class_name_embeddings", "semantic_embeddings", "random_embeddings",
-           "project", "TOP_CLASSES"]
+           "mean_embedding_norm", "project", "TOP_CLASSES"]
 
 PROJECTORS = ("semantic", "random")
 TOP_CLASSES = 5
@@ -61,15 +64,28 @@ def imagenet_class_names() -> list[str]:
     return [lemmas[s].split(",")[0].strip() for s in synsets]
 
 
-def class_name_embeddings(tokenizer, embedding: torch.Tensor, names: list[str]) -> torch.Tensor:
-    """``(len(names), hidden)``: mean input embedding of the tokens of ``" " + name``."""
+def class_name_embeddings(tokenizer, embed, names: list[str]) -> torch.Tensor:
+    """``(len(names), hidden)``: mean input embedding of the tokens of ``" " + name``.
+
+    ``embed`` is the model's input-embedding module (its forward applies any scale the model uses, e.g. Gemma's
+    √hidden), or a weight matrix."""
     ids = tokenizer([" " + n for n in names], add_special_tokens=False)["input_ids"]
-    out = torch.empty(len(names), embedding.shape[1], dtype=torch.float32)
-    for i, row in enumerate(ids):
-        if not row:
-            raise TraceError(f"the tokenizer gives no token for the class name {names[i]!r}; use --projector random.")
-        out[i] = embedding[torch.tensor(row)].float().mean(0)
-    return out
+    lookup = embed if callable(embed) else (lambda i: embed[i])
+    rows = []
+    with torch.no_grad():
+        for i, row in enumerate(ids):
+            if not row:
+                raise TraceError(f"the tokenizer gives no token for the class name {names[i]!r}; use --projector "
+                                 "random.")
+            rows.append(lookup(torch.tensor(row)).float().mean(0))
+    return torch.stack(rows)
+
+
+def mean_embedding_norm(embed, vocab: int, sample: int = 4096) -> float:
+    """Mean norm of the input embeddings of ``sample`` evenly spaced token ids (all when the vocabulary is smaller)."""
+    ids = torch.linspace(0, vocab - 1, min(vocab, sample)).round().long().unique()
+    with torch.no_grad():
+        return float(embed(ids).float().norm(dim=-1).mean())
 
 
 def semantic_embeddings(tokens: torch.Tensor, names_emb: torch.Tensor, top: int = TOP_CLASSES) -> torch.Tensor:
@@ -92,16 +108,18 @@ def random_embeddings(tokens: torch.Tensor, width: int, target_norm: float, seed
     return emb.reshape(*tokens.shape[:-1], width)
 
 
-def project(kind: str, tokens: torch.Tensor, tokenizer, embedding: torch.Tensor, seed: int) -> tuple[torch.Tensor, dict]:
-    """Input embeddings ``(frames, tokens_per_frame, hidden)`` of the reduced video tokens, and provenance."""
+def project(kind: str, tokens: torch.Tensor, tokenizer, embed, seed: int) -> tuple[torch.Tensor, dict]:
+    """Input embeddings ``(frames, tokens_per_frame, hidden)`` of the reduced video tokens, and provenance.
+
+    ``embed``: the model's input-embedding module."""
     if kind == "semantic":
         names = imagenet_class_names()
-        emb = semantic_embeddings(tokens, class_name_embeddings(tokenizer, embedding, names))
+        emb = semantic_embeddings(tokens, class_name_embeddings(tokenizer, embed, names))
         return emb, {"kind": "semantic", "classifier": "EfficientNet-Lite0 _fc (ImageNet-1k, trained weights)",
                      "class_names": f"first lemma, timm {package_version('timm')} data/_info/imagenet_synset_to_lemma.txt",
                      "top_classes": TOP_CLASSES, "trained": False}
     if kind == "random":
-        norm = float(embedding.float().norm(dim=-1).mean())
-        return (random_embeddings(tokens, embedding.shape[1], norm, seed),
+        norm = mean_embedding_norm(embed, embed.weight.shape[0])
+        return (random_embeddings(tokens, embed.weight.shape[1], norm, seed),
                 {"kind": "random", "seed": seed, "target_norm": round(norm, 4), "trained": False})
     raise TraceError(f"--projector {kind!r}: choose {' or '.join(PROJECTORS)}.")

@@ -191,7 +191,7 @@ def _build(cfg, opts, lm: LoadedModel, src_label: str):
                         shape["context"], src_label)
     embed = lm.model.get_input_embeddings()
     with torch.no_grad():
-        vis, proj_meta = project(opts.llm.projector, tokens, lm.tokenizer, embed.weight, opts.seed)
+        vis, proj_meta = project(opts.llm.projector, tokens, lm.tokenizer, embed, opts.seed)
         parts, ids, f, answers = [], [], 0, []
         for kind, length, row_ids in rows:
             if kind == FRAME:
