@@ -405,8 +405,9 @@ def build_fsm(seq, m, s):
                                           for k in range(s.words_per_beat))))
             with m.If(skip):
                 m.next = "A_KV"
-            with m.Elif(dma_op(1, a & beat_mask, 1, s.D_MAP_OUT, narrow=1, word=word)):
-                m.next = "A_KV"
+            with m.Else():
+                with m.If(dma_op(1, a & beat_mask, 1, s.D_MAP_OUT, narrow=1, word=word)):
+                    m.next = "A_KV"
         with state("A_KV"):
             kt = seq.kvmu_tokens
             m.d.comb += [s.busy.eq(1), kt.valid.eq(1), kt.payload.cluster.eq(cid),
@@ -641,6 +642,7 @@ def build_fsm(seq, m, s):
                          r.payload.kvmu_causes.eq(s.kv_causes), r.payload.kvmu_errors.eq(s.kv_errors)]
             with m.If(r.ready):
                 m.next = "IDLE"
+    seq.states = {name: fsm.ongoing(name) for name in names}     # for benches: which state is active
     for name in names:
         k = max((pre for pre in STATE_PHASES if name.startswith(pre)), key=len, default=None)
         if k is not None:

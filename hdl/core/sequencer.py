@@ -128,6 +128,9 @@ class Sequencer(wiring.Component):
         gm_w, gm_r = gmask.write_port(), gmask.read_port()
         m.submodules.wbuf = wbuf = Memory(shape=T * LN, depth=max(2, B), init=[])
         wb_w, wb_r = wbuf.write_port(granularity=LN), wbuf.read_port()
+        # a read port's enable is 1 unless driven: these ports read only where a state says so and hold their
+        # data otherwise (a state may use a word read several cycles before, e.g. after a stalled stream)
+        m.d.comb += [ctx_r.en.eq(0), cand_r.en.eq(0), gm_r.en.eq(0)]
         sumbuf = Array(Signal(32 * T, name=f"sum{j}") for j in range(J))
         fifo = Fifo(m, "score_fifo", 32 * T, g.fifo_depth, synchronous=True)
 

@@ -68,6 +68,10 @@ class Core(wiring.Component):
     def geometry(self) -> CoreGeometry:
         return self._geometry
 
+    def sequencer_states(self) -> dict:
+        """The sequencer's FSM states (name -> the signal that is high while it is active), once elaborated."""
+        return self._seq.states
+
     def elaborate(self, platform):
         m = Module()
         if self.external:

@@ -1,5 +1,6 @@
 """The V-Rex core's bench: a golden ReSV session (LXE numerics) replayed end to end on the core with cocotbext-axi
-memories (:mod:`.bench`, :mod:`.cocotb_test`), and its cycle figures (:mod:`.cycles`)."""
+memories (:mod:`.bench`, :mod:`.cocotb_test`) or in amaranth.sim (:mod:`.amaranth_run`), and its cycle figures
+(:mod:`.cycles`)."""
 
 from .bench import CoreBench, make_bench, sram_layout
 from .run import run_bench

@@ -17,7 +17,6 @@ memories (random pauses on every channel); :meth:`CoreBench.report` compares.
 from __future__ import annotations
 
 import json
-import random
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -28,11 +27,13 @@ from vrex.golden.kvmu import KVMUModel
 from vrex.golden.wtu import select_row
 
 from ..bench import pack
-from ..kvmu import digest, fill_pattern
+from ..kvmu import digest, fill_pattern, final_diffs, region_diffs
 
 __all__ = ["CoreBench", "make_bench", "sram_layout", "STREAMS"]
 
 STREAMS = ("assignments", "rows", "selection")     # output streams the core forwards (checked beat by beat)
+COUNTERS = ("busy_cycles", "exits_cycles", "hash_cycles", "cluster_cycles", "score_cycles", "select_cycles",
+            "kvmu_cycles", "records_cycles", "dpe_beats", "vpe_beats", "commands")   # status.core, recorded by runs
 
 
 @dataclass
@@ -92,9 +93,7 @@ class CoreBench:
                     show = lambda v: "none" if v is None else describe(f, v)     # noqa: E731
                     diffs.append(f"{port} beat {k} of {len(e)} (got {len(o)}): expected "
                                  f"{show(e[k] if k < len(e) else None)}; got {show(o[k] if k < len(o) else None)}")
-            for region, d in exp["digests"].items():
-                if g["digests"].get(region) != d:
-                    diffs.append(f"region {region} differs from the golden image")
+            diffs += region_diffs(exp["digests"], g["digests"])
             if diffs:
                 bad += 1
                 if bad <= limit:
@@ -102,9 +101,7 @@ class CoreBench:
         if bad > limit:
             lines.append(f"... {bad} commands differ in all")
         if len(got) >= len(self.jobs):
-            for tier in ("device", "host"):
-                if result.get("final", {}).get(tier) != self.final[tier]:
-                    lines.append(f"final {tier} image differs from the golden image (a stray or missing write)")
+            lines += final_diffs(self.final, result)
         return "\n".join(lines)
 
 
@@ -142,7 +139,7 @@ def make_bench(cfg, *, n: int = 16, seed: int = 1, p_valid: float = 0.7, p_ready
     """The bench of the first ``n`` frame steps of a ReSV session on ``layer`` of the ``trace`` (``synthetic`` or
     ``video``; ``jobs`` may name the trace instead). ``session``: a precomputed ``(trace, core_session steps)``.
     ``reference_hcu`` / ``reference_wtu``: the block references of the expected beats (mutants in the tests)."""
-    from vrex.golden.traces import TraceOptions, default_frames, make_trace
+    from vrex.golden.traces import TraceOptions, make_trace
     from vrex.hdl.core.geometry import CoreGeometry, command_layout, response_layout
     from vrex.hdl.hcu import hcu_output_layout, hcu_token_bits
     from vrex.hdl.wtu_layouts import wtu_group_layout, wtu_row_layout
@@ -156,7 +153,7 @@ def make_bench(cfg, *, n: int = 16, seed: int = 1, p_valid: float = 0.7, p_ready
     if isinstance(jobs, str):
         trace = jobs
     if session is None:
-        frames = max(1, min(n, default_frames(cfg)))
+        frames = max(1, n)
         tr = make_trace(cfg, trace, layers=[layer], options=TraceOptions(frames=frames, seed=seed))
         steps = core_session(cfg, tr, layer=layer, steps=min(frames, frame_steps(tr)))
     else:

@@ -9,7 +9,6 @@ full images and the sequencer's counters. ``$VREX_RESULT`` receives it all; :met
 """
 
 import json
-import logging
 import os
 import random
 import time
@@ -21,12 +20,10 @@ from cocotbext.axi import AxiBus
 
 from vrex.config import Config
 from vrex.sim.cocotb_values import value_int as _int
-from vrex.sim.core.bench import STREAMS, CoreBench
+from vrex.sim.core.bench import COUNTERS, STREAMS, CoreBench
 from vrex.sim.kvmu import digest, fill_pattern
-from vrex.sim.kvmu_cocotb import Stream, Tier
+from vrex.sim.kvmu_cocotb import Stream, Tier, quiet_and_pause
 
-COUNTERS = ("busy_cycles", "exits_cycles", "hash_cycles", "cluster_cycles", "score_cycles", "select_cycles",
-            "kvmu_cycles", "records_cycles", "dpe_beats", "vpe_beats", "commands")
 
 
 class Sink:
@@ -79,18 +76,7 @@ async def core_bench(dut):
     dev = tier("kvmu_dev", cm.end)
     host = tier("kvmu_host", km.host_bytes)
     tiers = [dev, host, tier("kvmu_tbl", cm.end, mem=dev.mem), tier("hct", cm.end, mem=dev.mem)]
-    for name in ("cocotb.dut", "cocotb"):
-        logging.getLogger(name).setLevel(logging.WARNING)
-    for r in tiers:
-        for part in (r.write_if, r.read_if):
-            part.log.setLevel(logging.WARNING)
-        if bench.p_pause:
-            prng = random.Random(rng.getrandbits(32))
-
-            def gen(prng=prng):
-                while True:
-                    yield prng.random() < bench.p_pause
-            r.pause(gen)
+    quiet_and_pause(tiers, rng, bench.p_pause)
     dev.write(0, fill_pattern(bench.fill_seed, cm.end))
     host.write(0, fill_pattern(bench.fill_seed + 1, km.host_bytes))
     for _ in range(4):
