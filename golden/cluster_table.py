@@ -44,11 +44,15 @@ class JobOutcome:
 
 class ClusterTable:
     """``engine``: ``tensor`` runs HCU jobs with the vectorised twin (:mod:`.hcu_tensor`), ``reference`` with
-    :func:`vrex.golden.hcu.hcu_assign`; both give the same assignments (tested)."""
+    :func:`vrex.golden.hcu.hcu_assign`; both give the same assignments (tested).
 
-    def __init__(self, cfg, tokens: int, dim: int, engine: str = "tensor"):
+    ``numerics`` (with ``context``, the table's key in it) replaces the float64 key sums and float32 means by another
+    number format's (:class:`vrex.golden.core.session.LxeNumerics`: the LXE's FP32 sums and BF16 means)."""
+
+    def __init__(self, cfg, tokens: int, dim: int, engine: str = "tensor", *, numerics=None, context=None):
         r = cfg.resv
         self.cfg, self.engine = cfg, engine
+        self.numerics, self.context = numerics, context
         self.token_cluster = torch.full((tokens,), -1, dtype=torch.int64)
         self.sums = torch.zeros(tokens, dim, dtype=torch.float64)
         self.counts = torch.zeros(tokens, dtype=torch.int64)
@@ -76,7 +80,10 @@ class ClusterTable:
 
     def _add(self, cid: int, token: int, key: torch.Tensor, bits: torch.Tensor | None) -> None:
         self.token_cluster[token] = cid
-        self.sums[cid] += key.to(torch.float64)
+        if self.numerics is not None:
+            self.numerics.add(self, cid, token)
+        else:
+            self.sums[cid] += key.to(torch.float64)
         self.counts[cid] += 1
         self.newest[cid] = token
         if self.majority:
@@ -86,7 +93,11 @@ class ClusterTable:
         """:meth:`_add` for every token of a job at once (same float64 sums: index_add_ adds in index order)."""
         idx, tok = torch.tensor(cids, dtype=torch.int64), torch.tensor(tokens, dtype=torch.int64)
         self.token_cluster[tok] = idx
-        self.sums.index_add_(0, idx, keys.to(torch.float64))
+        if self.numerics is not None:
+            for cid, token in zip(cids, tokens, strict=True):
+                self.numerics.add(self, cid, token)
+        else:
+            self.sums.index_add_(0, idx, keys.to(torch.float64))
         self.counts.index_add_(0, idx, torch.ones_like(idx))
         self.newest.scatter_reduce_(0, idx, tok, "amax")
         if self.majority:
@@ -154,7 +165,9 @@ class ClusterTable:
 
     # ---- queries --------------------------------------------------------------------------------------------------
 
-    def means(self, ids: torch.Tensor) -> torch.Tensor:
+    def means(self, ids: torch.Tensor):
+        if self.numerics is not None:
+            return self.numerics.means(self, ids)
         return (self.sums[ids] / self.counts[ids, None].to(torch.float64)).to(torch.float32)
 
     def offloaded_counts(self, lo: int, hi: int) -> torch.Tensor:

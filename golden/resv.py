@@ -113,14 +113,22 @@ class _WTUStats:
 class _LayerState:
     """One layer's ReSV state: hashing contexts, their codes (hashed as keys arrive) and their HC tables."""
 
-    def __init__(self, cfg, layer, data, heads, engine: str = "tensor"):
+    def __init__(self, cfg, layer, data, heads, engine: str = "tensor", numerics=None):
+        """``numerics``: the codes come from its hashing (every key of the layer at once; the codes of a key do not
+        depend on when it is hashed) and the tables use its sums and means."""
         self.layer, self.heads, self.hashed = layer, list(heads), 0
         self.keys, self.planes, self.bits, self.codes, self.tables = {}, {}, {}, {}, {}
+        if numerics is not None:
+            numerics.begin_layer(cfg, layer, data, self.heads)
         for c, k, planes in hash_contexts(cfg, layer, data, self.heads):
             self.keys[c], self.planes[c] = k, planes
-            self.bits[c] = torch.zeros(k.shape[0], planes.shape[1], dtype=torch.bool)
-            self.codes[c] = [0] * k.shape[0]
-            self.tables[c] = ClusterTable(cfg, k.shape[0], k.shape[1], engine)
+            if numerics is not None:
+                self.bits[c], self.codes[c] = None, numerics.hash_codes(c, planes)
+                self.hashed = k.shape[0]
+            else:
+                self.bits[c] = torch.zeros(k.shape[0], planes.shape[1], dtype=torch.bool)
+                self.codes[c] = [0] * k.shape[0]
+            self.tables[c] = ClusterTable(cfg, k.shape[0], k.shape[1], engine, numerics=numerics, context=c)
 
     def hash_upto(self, end: int) -> None:
         """Hash the keys ``[hashed, end)``: each step hashes its own tokens, offline and online alike."""
@@ -142,10 +150,14 @@ class ReSVPolicy(RetrievalPolicy):
     codes, clusters and selections on the same Q/K.
     """
 
-    def __init__(self, cfg, *, name: str = "resv", engine: str = "tensor", recorder: JobRecorder | None = None):
+    def __init__(self, cfg, *, name: str = "resv", engine: str = "tensor", recorder: JobRecorder | None = None,
+                 numerics=None):
+        """``numerics``: hashing, key sums, means and scores in another number format than float (the LXE's:
+        :class:`vrex.golden.core.session.LxeNumerics`); its scores are already in the WTU's format."""
         if engine not in ("tensor", "reference"):
             raise ValueError(f"unknown engine {engine!r}")
         self.cfg, self.name, self.engine, self.recorder = cfg, name, engine, recorder
+        self.numerics = numerics
         self.cluster_stats: list[dict] = []
         self.wtu_stats: dict[str, _WTUStats] = {}
         self.states: dict[int, _LayerState] = {}
@@ -154,7 +166,7 @@ class ReSVPolicy(RetrievalPolicy):
     # ---- per layer ------------------------------------------------------------------------------------------------
 
     def begin_layer(self, cfg, layer, data, heads, stream):
-        self.states[layer] = _LayerState(self.cfg, layer, data, heads, self.engine)
+        self.states[layer] = _LayerState(self.cfg, layer, data, heads, self.engine, self.numerics)
         self._use(layer)
 
     def _use(self, layer) -> None:
@@ -202,8 +214,9 @@ class ReSVPolicy(RetrievalPolicy):
                     rec.check_full()
 
     def _row_masks(self, scores: torch.Tensor, counts: torch.Tensor, cand: torch.Tensor, label: str,
-                   substage: str) -> torch.Tensor:
-        """Selection (bool ``(rows, N)``) of every row of one KV head's WTU job (tiles included)."""
+                   substage: str, *, quantized: bool = False) -> torch.Tensor:
+        """Selection (bool ``(rows, N)``) of every row of one KV head's WTU job (tiles included); ``quantized``:
+        ``scores`` are already in the WTU's fixed-point format."""
         cfg, r, w = self.cfg, self.cfg.resv, self.cfg.dre.wtu
         st = self.wtu_stats.setdefault(substage, _WTUStats())
         R, N = scores.shape
@@ -216,9 +229,12 @@ class ReSVPolicy(RetrievalPolicy):
             st.selected_fraction += float((masks.sum(1).double() / max(N, 1)).sum())
             st.aggregated_fraction += float(masks.any(0).sum()) / max(N, 1)
             return masks
-        if r.score_transform == "exp2":          # the LXE folds log2(e) into the query: scores in log2 units
-            scores = scores * LOG2E
-        q, saturated = quantize_counted(scores, w.score_bits, w.score_frac_bits)
+        if quantized:                            # the core's LXE numerics already gave WTU-format scores
+            q, saturated = scores, 0
+        else:
+            if r.score_transform == "exp2":      # the LXE folds log2(e) into the query: scores in log2 units
+                scores = scores * LOG2E
+            q, saturated = quantize_counted(scores, w.score_bits, w.score_frac_bits)
         st.scores += q.numel()
         st.saturated += saturated
         sat = counts.clamp(max=(1 << w.count_bits) - 1)
@@ -298,10 +314,14 @@ class ReSVPolicy(RetrievalPolicy):
             per_head = {}
             for h in heads:
                 rows = ctx.group_queries(h, queries)
-                m_h = means if c is not None else means[:, h * d:(h + 1) * d]
-                scores = rows @ m_h.T / math.sqrt(d)
                 label = f"L{self.layer}.H{h}.{ctx.step.label}"
-                per_head[h] = self._row_masks(scores, counts, cand, label, ctx.step.substage).any(0)
+                if self.numerics is not None:
+                    scores = self.numerics.scores(rows, means)
+                else:
+                    m_h = means if c is not None else means[:, h * d:(h + 1) * d]
+                    scores = rows @ m_h.T / math.sqrt(d)
+                per_head[h] = self._row_masks(scores, counts, cand, label, ctx.step.substage,
+                                              quantized=self.numerics is not None).any(0)
             if r.gqa_aggregation == "global":
                 selected_global = torch.stack(list(per_head.values())).any(0)
                 per_head = {h: selected_global for h in heads}

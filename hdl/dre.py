@@ -68,7 +68,11 @@ class DRE(wiring.Component):
     group masks (positions of the candidate list) into its cluster masks (cluster ids), both HC-table lookups.
     """
 
-    def __init__(self, cfg):
+    def __init__(self, cfg, *, constant_fields: bool = True):
+        """``constant_fields`` False leaves the AXI fields the KVMU ties (IDs, sizes, bursts, ``bready``, the data
+        ports' strobes) out of ``dev``, ``host`` and ``tbl``, for a parent that ties them at its own ports (the core
+        top: a submodule's constant outputs would leave unused wires behind)."""
+        self._constant_fields = constant_fields
         self._hcu = HCU.from_config(cfg)
         self._wtu = WTU.from_config(cfg)
         self._kvmu = KVMU.from_config(cfg, constant_fields=False)
@@ -82,15 +86,16 @@ class DRE(wiring.Component):
             "codes": h["i"], "assignments": h["o"],
             "counts": w["counts"], "scores": w["scores"], "rows": w["row"], "selection": w["group"],
             "kvmu_ctrl": k["ctrl"], "kvmu_tokens": k["tokens"], "kvmu_masks": k["masks"], "kvmu_resp": k["resp"],
-            **{port: Out(axi4_signature(*self._axi_widths(cfg))) for port in ("dev", "host", "tbl")},
+            **{port: Out(axi4_signature(*self._axi_widths(cfg), constants=constant_fields,
+                                        strobes=constant_fields or port == "tbl")) for port in ("dev", "host", "tbl")},
             "threshold": h["threshold"], "clear": In(1), "status": Out(wiring.Signature(status)),
         }
         members.update({name: w[name] for name in ("ratio", "k") if name in w})
         super().__init__(members)
 
     @classmethod
-    def from_config(cls, cfg):
-        return cls(cfg)
+    def from_config(cls, cfg, *, constant_fields: bool = True):
+        return cls(cfg, constant_fields=constant_fields)
 
     @staticmethod
     def _axi_widths(cfg):
@@ -108,7 +113,8 @@ class DRE(wiring.Component):
         g = kvmu.geometry
         for port in ("dev", "host", "tbl"):     # constant fields are tied here, the rest passes through
             connect_port(m, getattr(kvmu, port), getattr(self, port))
-            drive_constants(m, getattr(self, port), g.beat_shift, g.beat_bytes, strobes=port == "tbl")
+            if self._constant_fields:
+                drive_constants(m, getattr(self, port), g.beat_shift, g.beat_bytes, strobes=port == "tbl")
         m.d.comb += kvmu.clear.eq(self.clear)
         wiring.connect(m, wiring.flipped(self.codes), hcu.i)
         wiring.connect(m, hcu.o, wiring.flipped(self.assignments))

@@ -103,8 +103,11 @@ def _register_lxe():
                            _glue(LXE.from_config), hidden=True))
     from .core import Core
 
-    register(ComponentSpec("core", "vrex_core", "V-Rex core: LXE (DPE + VPE + SRAM) and DRE (HCU + WTU) side by side",
-                           Core.from_config, parts=lambda cfg: {"lxe": 1, "dre": 1}))
+    register(ComponentSpec("core", "vrex_core", "V-Rex core: LXE (DPE + VPE + SRAM), DRE (HCU + WTU + KVMU) and the "
+                                                "retrieval-path sequencer with its HC-table AXI4 master",
+                           Core.from_config, parts=lambda cfg: {"lxe": 1, "dre": 1}, glue="core_glue"))
+    register(ComponentSpec("core_glue", "vrex_core_glue", "core without LXE and DRE (the sequencer and the wiring)",
+                           _glue(Core.from_config), hidden=True))
 
 
 def component_names(*, hidden: bool = False) -> list[str]:

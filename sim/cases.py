@@ -155,3 +155,15 @@ KVMU_CASES = [
                                           "dre.kvmu.device_capacity_bytes": 32768 + 4 * 96 * 64}),
 ]
 __all__ += ["KVMU_CASES"]
+# Core (hdl/core): the tiny core with a device capacity of the recent window plus one step (the KVMU evicts every
+# frame once the ring is full) and small KVMU tables (perf.kv_sizes [128]: a staging area the capacity holds).
+# "core-tiny-short-window": a 16-token recent window and a ring of 25 tokens (retrieval and eviction from the fourth
+# frame on), for the default tier's amaranth.sim run.
+CORE_CASES = [
+    Case("core-tiny", "tiny", {**_KVMU_SMALL, "dre.kvmu.device_capacity_bytes": 32768 + 4 * 89 * 64,
+                               "perf.kv_sizes": [128]}),
+    Case("core-tiny-short-window", "tiny", {**_KVMU_SMALL, "resv.recent_window_tokens": 8,
+                                            "dre.kvmu.device_capacity_bytes": 32768 + 4 * 33 * 64,
+                                            "perf.kv_sizes": [128]}),
+]
+__all__ += ["CORE_CASES"]

@@ -23,14 +23,13 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from vrex.golden.kvmu import Job, KVMUModel, mask_beats, random_kvmu_jobs
 
-__all__ = ["JOB_KIND", "KVMUBench", "make_bench", "run_bench", "measure_cycles", "digest", "pack_job",
-           "expected_for", "record_data"]
+__all__ = ["JOB_KIND", "KVMUBench", "make_bench", "run_bench", "measure_cycles", "digest", "region_diffs",
+           "final_diffs", "pack_job", "expected_for", "record_data"]
 
 JOB_KIND = "kvmu"
 PORTS = ("device", "host", "table")
@@ -47,6 +46,17 @@ def record_data(seed: int, ctx: int, token: int, n: int) -> bytes:
 
 def fill_pattern(seed: int, n: int) -> bytes:
     return random.Random(seed).randbytes(n)
+
+
+def region_diffs(expected: dict, got: dict) -> list[str]:
+    """The regions (name -> digest) whose digests differ from the golden image's."""
+    return [f"region {r} differs from the golden image" for r, d in expected.items() if got.get(r) != d]
+
+
+def final_diffs(final: dict, result: dict) -> list[str]:
+    """The tiers whose final image (digest) differs from the golden one."""
+    return [f"final {tier} image differs from the golden image (a stray or missing write)"
+            for tier in ("device", "host") if result.get("final", {}).get(tier) != final[tier]]
 
 
 @dataclass
@@ -105,9 +115,7 @@ class KVMUBench:
                     k = next((j for j, (x, y) in enumerate(zip(eb, gb)) if x != y), min(len(eb), len(gb)))
                     diffs.append(f"{port} bursts differ at #{k}: expected {eb[k] if k < len(eb) else 'none'}, got "
                                  f"{gb[k] if k < len(gb) else 'none'} ({len(eb)} vs {len(gb)})")
-            for region, d in exp["digests"].items():
-                if g["digests"].get(region) != d:
-                    diffs.append(f"region {region} differs from the golden image")
+            diffs += region_diffs(exp["digests"], g["digests"])
             if diffs:
                 bad += 1
                 if bad <= limit:
@@ -115,9 +123,7 @@ class KVMUBench:
         if bad > limit:
             lines.append(f"... {bad} jobs differ in all")
         if got and len(got) >= len(self.expected) and self.fill:
-            for tier in ("device", "host"):
-                if result.get("final", {}).get(tier) != self.final[tier]:
-                    lines.append(f"final {tier} image differs from the golden image (a stray or missing write)")
+            lines += final_diffs(self.final, result)
             for name, value in self.counters.items():
                 if value is not None and result.get("counters", {}).get(name) != value:
                     lines.append(f"counter {name}: expected {value}, got {result.get('counters', {}).get(name)}")
@@ -237,19 +243,10 @@ def make_bench(cfg, *, n: int = 40, seed: int = 1, p_valid: float = 0.7, p_ready
 def run_bench(emitted, bench: KVMUBench, simulator: str, work_dir, *, waves: bool = False, build_args=(),
               build_tag: str = "") -> dict:
     """Run the bench on cocotb; returns the result dict (``report`` of the bench says whether it matches)."""
-    from .runner import run_test_module
+    from .runner import run_json_bench
 
-    work_dir = Path(work_dir).absolute()
-    work_dir.mkdir(parents=True, exist_ok=True)
-    bench.to_json(work_dir / "bench.json")
-    t0 = time.time()
-    folder = run_test_module(emitted, "vrex.sim.kvmu_cocotb", simulator, work_dir,
-                             {"VREX_BENCH": str(work_dir / "bench.json")}, seed=bench.seed, what=bench.name,
-                             waves=waves, build_args=build_args, build_tag=build_tag)
-    result = json.loads((folder / "result.json").read_text())
-    result["wall_seconds"] = round(time.time() - t0, 2)
-    result["log"] = str(folder / "sim.log")
-    return result
+    return run_json_bench(emitted, bench, "vrex.sim.kvmu_cocotb", simulator, work_dir, waves=waves,
+                          build_args=build_args, build_tag=build_tag)
 
 
 def measurement_config(cfg):

@@ -57,6 +57,24 @@ class Tier(Memory):
 
 
 
+def quiet_and_pause(tiers, rng, p_pause: float) -> None:
+    """Quiet cocotb's and the tiers' logs; give every channel of every tier its own random pause generator."""
+    import logging
+
+    for name in ("cocotb.dut", "cocotb"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    for r in tiers:
+        for part in (r.write_if, r.read_if):
+            part.log.setLevel(logging.WARNING)
+        if p_pause:
+            prng = random.Random(rng.getrandbits(32))
+
+            def gen(prng=prng):
+                while True:
+                    yield prng.random() < p_pause
+            r.pause(gen)
+
+
 class Monitor:
     """AR / AW handshakes per port, outstanding counts, and the AXI rules a burst must obey."""
 
@@ -152,19 +170,7 @@ async def kvmu_bench(dut):
     dev = tier("device", km.device_bytes)
     host = tier("host", km.host_bytes)
     tbl = tier("table", km.device_bytes, mem=dev.mem)
-    import logging
-    for name in ("cocotb.dut", "cocotb"):
-        logging.getLogger(name).setLevel(logging.WARNING)
-    for r in (dev, host, tbl):
-        for part in (r.write_if, r.read_if):
-            part.log.setLevel(logging.WARNING)
-        if bench.p_pause:
-            prng = random.Random(rng.getrandbits(32))
-
-            def gen(prng=prng):
-                while True:
-                    yield prng.random() < bench.p_pause
-            r.pause(gen)
+    quiet_and_pause((dev, host, tbl), rng, bench.p_pause)
 
     def fill():
         if bench.fill:

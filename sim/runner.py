@@ -175,3 +175,24 @@ def run_cocotb(emitted, bench: StreamBench, simulator: str, work_dir: Path, *, w
 def default_simulators() -> list[str]:
     """``$SIMS`` (comma-separated) or both simulators."""
     return [s for s in os.environ.get("SIMS", ",".join(SIMULATORS)).split(",") if s]
+
+
+def run_json_bench(emitted, bench, test_module: str, simulator: str, work_dir, *, waves: bool = False,
+                   build_args=(), build_tag: str = "") -> dict:
+    """Run a bench that its own cocotb test module reads from ``$VREX_BENCH`` (``bench.to_json``; the KVMU's and
+    the core's, which serve AXI memories); returns the module's result dict with ``wall_seconds`` and ``log``."""
+    import json
+    import time
+
+    work_dir = Path(work_dir).absolute()
+    work_dir.mkdir(parents=True, exist_ok=True)
+    bench.to_json(work_dir / "bench.json")
+    t0 = time.time()
+    folder = run_test_module(emitted, test_module, simulator, work_dir, {"VREX_BENCH": str(work_dir / "bench.json")},
+                             seed=bench.seed, what=bench.name, waves=waves, build_args=build_args,
+                             build_tag=build_tag)
+    result = json.loads((folder / "result.json").read_text())
+    result["wall_seconds"] = round(time.time() - t0, 2)
+    result["log"] = str(folder / "sim.log")
+    return result
+

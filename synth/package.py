@@ -115,12 +115,14 @@ def _testbench(component: str, interface: dict, cfg) -> str:
     """The ``sim`` target's testbench: the component's golden bench (random stimulus, seed 1) replayed in Verilog,
     or the idle test when it has no bench that a plain Verilog testbench can replay."""
     from vrex.sim.bench import StreamBench
-    from vrex.sim.benches import BENCH_MODULES, bench_for
+    from vrex.sim.benches import BENCH_MODULES, bench_for, runs_itself
     from vrex.sim.verilog_bench import STALL_PROBABILITY, usable_bench, verilog_testbench
 
     p = 1 - STALL_PROBABILITY
     bench, why = None, f"no golden bench is registered for {component} (sim/benches.py)"
-    if component in BENCH_MODULES:
+    if component in BENCH_MODULES and runs_itself(component):
+        why = f"the {component} bench serves AXI memories (its cocotb test), which a plain Verilog testbench cannot"
+    elif component in BENCH_MODULES:
         bench = bench_for(component)(cfg, n=BENCH_TRANSACTIONS, seed=1, p_valid=p, p_ready=p)
         why = usable_bench(bench, interface["ports"])
     if why is None:

@@ -70,17 +70,6 @@ def test_lxe_top_matches_golden():
     assert len(bench.expected["sram_rdata"]) > 10
 
 
-def test_core_top_matches_golden():
-    """The core top: LXE and DRE benches on the core's own ports, DRE status counters included."""
-    from vrex.hdl.core import Core
-    from vrex.sim.core import make_bench as core_bench
-
-    cfg = BY_ID["lxe-tiny"].config()
-    bench = core_bench(cfg, n=40, seed=15, p_valid=0.7, p_ready=0.6)
-    check(run_amaranth(Core.from_config(cfg), bench), bench)
-    assert bench.expected_signals["dre_status__hcu_tokens"] > 0
-
-
 def test_mac_tree_replays_session_operands():
     cfg = BY_ID["lxe-tiny"].config()
     jobs = tree_bench.trace_stimulus(cfg, "synthetic", limit=60)

@@ -34,7 +34,7 @@ from .errors import ConfigError
 __all__ = [
     "Config", "ModelConfig", "ReSVConfig", "HCUConfig", "WTUConfig", "KVMUConfig", "DREConfig", "LXEConfig",
     "DRAMConfig", "LinkConfig", "StorageConfig", "SystemConfig", "TechnologyConfig", "IPConfig", "FPGAConfig",
-    "PerfConfig", "KVMUMap", "load_config", "builtin_config_names", "ConfigError",
+    "PerfConfig", "KVMUMap", "CoreConfig", "CoreMap", "load_config", "builtin_config_names", "ConfigError",
 ]
 
 
@@ -422,6 +422,16 @@ class LXEConfig(_Section):
         return self.vpe_units * self.vpe_lanes
 
 
+@dataclass(frozen=True)
+class CoreConfig(_Section):
+    """The V-Rex core's retrieval-path sequencer (docs/formats.md §Core)."""
+
+    score_fifo_depth: int = param(
+        8, "VPE result beats of the score passes held before their SRAM write; the sequencer keeps at most this "
+           "many in flight (a credit), so the DPE and VPE never wait on the SRAM port the writes share with the "
+           "operand reads.", min=2, max=64)
+
+
 # --------------------------------------------------------------------------------------------------------------
 # System and technology
 
@@ -729,6 +739,7 @@ class Config(_Section):
     resv: ReSVConfig = section(ReSVConfig, "ReSV algorithm.")
     dre: DREConfig = section(DREConfig, "DRE hardware blocks.")
     lxe: LXEConfig = section(LXEConfig, "LLM execution engine (per core).")
+    core: CoreConfig = section(CoreConfig, "Core top: the retrieval-path sequencer.")
     system: SystemConfig = section(SystemConfig, "System (cores, clock, memories, link).")
     technology: TechnologyConfig = section(TechnologyConfig, "Synthesis library and scaling target.")
     ip: IPConfig = section(IPConfig, "IP packaging of the generated Verilog (SDC, FuseSoC core).")
@@ -810,6 +821,11 @@ class Config(_Section):
     def kvmu_map(self) -> "KVMUMap":
         """The KVMU's memory map and sizes (docs/formats.md §KVMU memory map)."""
         return _kvmu_map(self)
+
+    @functools.cached_property
+    def core_map(self) -> "CoreMap":
+        """The core's HC-table regions in device DRAM, after the KVMU's (docs/formats.md §Core)."""
+        return _core_map(self)
 
     @property
     def ratio_fixed(self) -> int:
@@ -1043,6 +1059,63 @@ def _kvmu_map(cfg: "Config", capacity_override: int | None = None) -> KVMUMap:
                    stream, staging, r.sink_tokens, ring, max(m.tokens_per_frame, m.question_tokens), context_tokens,
                    clusters, k.block_tokens, k.block_tokens * record_i, blocks, 0, ring_base, staging_base,
                    index_base, table_base, link_base, link_base + _align(links), blocks * k.block_tokens * record_i)
+
+
+@dataclass(frozen=True)
+class CoreMap:
+    """The core's part of the HC table in device DRAM (behind the core's AXI port ``hct``), placed after the KVMU's
+    device regions, each region 4 KiB aligned. Per context (as the KVMU's: a (layer, KV head)): ``clusters`` cluster
+    entries, ``open_slots`` open-list entries (one item of ``item_bytes`` = one AXI beat each), ``tokens`` u32
+    token-map entries, and per cluster an FP32 key sum and a BF16 mean key of ``head_dim`` elements. Formats in
+    docs/formats.md §Core."""
+
+    contexts: int
+    clusters: int
+    tokens: int
+    open_slots: int
+    item_bytes: int
+    head_dim: int
+    entry_base: int
+    list_base: int
+    map_base: int
+    sum_base: int
+    mean_base: int
+    end: int
+
+    @property
+    def sum_bytes(self) -> int:
+        return 4 * self.head_dim
+
+    @property
+    def mean_bytes(self) -> int:
+        return 2 * self.head_dim
+
+    def entry_address(self, ctx: int, cluster: int) -> int:
+        return self.entry_base + (ctx * self.clusters + cluster) * self.item_bytes
+
+    def list_address(self, ctx: int, index: int) -> int:
+        return self.list_base + (ctx * self.open_slots + index) * self.item_bytes
+
+    def map_address(self, ctx: int, token: int) -> int:
+        return self.map_base + (ctx * self.tokens + token) * 4
+
+    def sum_address(self, ctx: int, cluster: int) -> int:
+        return self.sum_base + (ctx * self.clusters + cluster) * self.sum_bytes
+
+    def mean_address(self, ctx: int, cluster: int) -> int:
+        return self.mean_base + (ctx * self.clusters + cluster) * self.mean_bytes
+
+
+def _core_map(cfg: "Config") -> CoreMap:
+    km, d = cfg.kvmu_map, cfg.model.head_dim
+    item = max(16, km.beat_bytes)
+    c, n, t, slots = km.contexts, km.table_clusters, km.context_tokens, cfg.hcu_capacity
+    entry = _align(km.device_bytes)
+    lst = entry + _align(c * n * item)
+    tmap = lst + _align(c * slots * item)
+    sums = tmap + _align(c * t * 4)
+    means = sums + _align(c * n * 4 * d)
+    return CoreMap(c, n, t, slots, item, d, entry, lst, tmap, sums, means, means + _align(c * n * 2 * d))
 
 
 def _check_kvmu(cfg: "Config") -> None:

@@ -1,0 +1,85 @@
+"""The V-Rex core's retrieval path end to end: a golden ReSV session in the LXE's numerics (vrex.golden.core)
+replayed command by command on the core (LXE + DRE + sequencer), in amaranth.sim and on cocotb/Verilator with
+cocotbext-axi AxiRam tiers, under random valid / ready and random AXI pauses. Every forwarded HCU assignment, WTU row
+and group beat, every response, the digests of the KVMU's staging area and tables, the resident ring, the core's HC
+table and the host pool after every command, and the final device and host images are compared; deliberately wrong
+references must be caught on the same run."""
+
+import pytest
+
+import mutants
+from vrex.hdl.core import Core
+from vrex.sim.cases import CORE_CASES
+from vrex.sim.core import make_bench, run_bench
+from vrex.sim.core.amaranth_run import run_amaranth
+from vrex.synth.verilog import emit
+
+BY_ID = {c.id: c for c in CORE_CASES}
+
+
+def _check(bench, result, mutant_benches):
+    report = bench.report(result)
+    assert not report, report
+    exp = [j["expected"] for j in bench.jobs]
+    assert sum(len(e["rows"]) for e in exp) > 0 and sum(len(e["selection"]) for e in exp) > 0   # retrieval ran
+    for name, wrong in mutant_benches.items():
+        assert wrong.report(result), f"the mutant {name} is not caught"
+
+
+def _mutants(cfg, steps, **kw):
+    return {"hcu ties to the higher slot": make_bench(cfg, n=steps, reference_hcu=mutants.hcu_ties_to_higher_slot, **kw),
+            "wtu walks one bucket less": make_bench(cfg, n=steps, reference_wtu=mutants.wtu_walks_one_bucket_less,
+                                                    **kw)}
+
+
+def test_retrieval_path_matches_the_golden_session_in_amaranth_sim():
+    cfg = BY_ID["core-tiny-short-window"].config()
+    kw = dict(seed=3, p_valid=0.6, p_ready=0.6, p_pause=0.25)
+    bench = make_bench(cfg, n=4, **kw)
+    result = run_amaranth(Core.from_config(cfg), bench, cfg)
+    _check(bench, result, _mutants(cfg, 4, **kw))
+    assert result["counters"]["commands"] == len(bench.jobs)
+
+
+@pytest.mark.sim
+@pytest.mark.slow
+def test_retrieval_path_matches_the_golden_session_on_verilator(work_dir):
+    cfg = BY_ID["core-tiny"].config()
+    kw = dict(seed=1, p_valid=0.7, p_ready=0.7, p_pause=0.2)
+    bench = make_bench(cfg, n=12, **kw)
+    result = run_bench(emit("core", cfg), bench, "verilator", work_dir)
+    _check(bench, result, _mutants(cfg, 12, **kw))
+    assert bench.jobs[-1]["host_used"] > 0                   # the last step evicts a frame to the host tier
+    c = result["counters"]
+    assert c["commands"] == 12 and c["score_cycles"] > 0 and c["select_cycles"] > 0
+
+
+@pytest.mark.slow
+def test_retrieval_path_cycles_per_step_add_up():
+    from vrex.sim.core.cycles import PHASE_COUNTERS, retrieval_path_cycles
+
+    r = retrieval_path_cycles(BY_ID["core-tiny-short-window"].config(), steps=4)
+    for s in r["steps"]:
+        phases = sum(s[k] for k in PHASE_COUNTERS if k.endswith("_cycles"))
+        assert phases <= s["busy_cycles"] <= phases + 40            # context load / store and the response
+        assert (s["score_cycles"] > 0) == s["retrieval"] and s["hash_cycles"] > 0 and s["dpe_beats"] > 0
+    assert any(s["retrieval"] for s in r["steps"])
+
+
+@pytest.mark.parametrize("override, key", [
+    ({"resv.cluster_scope": "layer", "resv.hyperplane_sharing": "per_layer"}, "resv.cluster_scope"),
+    ({"resv.hashed_key": "pre_rope"}, "resv.hashed_key"),
+    ({"resv.score_transform": "exp"}, "resv.score_transform"),
+    ({"resv.cluster_text_tokens": False}, "resv.cluster_text_tokens"),
+    ({"lxe.vpe_lanes": 2}, "lxe.vpe_lanes"),
+])
+def test_configs_the_core_does_not_cover_are_rejected_with_the_key(override, key):
+    from vrex.errors import ConfigError
+    from vrex.hdl.core import CoreGeometry
+    from vrex.sim.cases import Case
+
+    base = BY_ID["core-tiny"]
+    cfg = Case("bad", base.base, {**base.overrides, **override}).config()
+    with pytest.raises(ConfigError) as e:
+        CoreGeometry.from_config(cfg)
+    assert key in str(e.value)
