@@ -165,5 +165,8 @@ CORE_CASES = [
     Case("core-tiny-short-window", "tiny", {**_KVMU_SMALL, "resv.recent_window_tokens": 8,
                                             "dre.kvmu.device_capacity_bytes": 32768 + 4 * 33 * 64,
                                             "perf.kv_sizes": [128]}),
+    # the edge rule on the tiny core: exp2 scores (the LXE's score scale folds log2 e in), the histogram WTU
+    Case("core-tiny-exp2", "tiny", {**_KVMU_SMALL, **EXP2, "resv.recent_window_tokens": 8,
+                                    "dre.kvmu.device_capacity_bytes": 32768 + 4 * 33 * 64, "perf.kv_sizes": [128]}),
 ]
 __all__ += ["CORE_CASES"]

@@ -41,6 +41,18 @@ def test_retrieval_path_matches_the_golden_session_in_amaranth_sim():
     assert result["counters"]["commands"] == len(bench.jobs)
 
 
+@pytest.mark.slow
+def test_exp2_retrieval_path_matches_the_golden_session_in_amaranth_sim():
+    """The edge selection rule on the core: exp2 scores (BF16 log2(e)/√d scale) into the histogram WTU."""
+    cfg = BY_ID["core-tiny-exp2"].config()
+    assert cfg.resv.score_transform == "exp2"
+    kw = dict(seed=5, p_valid=0.6, p_ready=0.6, p_pause=0.25)
+    bench = make_bench(cfg, n=4, **kw)
+    result = run_amaranth(Core.from_config(cfg), bench, cfg)
+    _check(bench, result, {"hcu ties to the higher slot": make_bench(
+        cfg, n=4, reference_hcu=mutants.hcu_ties_to_higher_slot, **kw)})
+
+
 @pytest.mark.sim
 @pytest.mark.slow
 def test_retrieval_path_matches_the_golden_session_on_verilator(work_dir):

@@ -828,6 +828,14 @@ class Config(_Section):
         return _core_map(self)
 
     @property
+    def score_scale(self) -> float:
+        """The factor from a query-key dot product to the WTU's score units: 1/√head_dim, times log2(e) when
+        ``resv.score_transform`` is exp2 (its weights are 2^s, so the scale folds the base change in; formats.md
+        §WTU exp2). The core's LXE applies it as one BF16 constant."""
+        base = math.log2(math.e) if self.resv.score_transform == "exp2" else 1.0
+        return base / math.sqrt(self.model.head_dim)
+
+    @property
     def ratio_fixed(self) -> int:
         """WiCSum ratio of frame steps (with the guard) in unsigned Q0.ratio_bits (round half up)."""
         return self.ratio_for("wicsum_ratio")

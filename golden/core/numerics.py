@@ -13,7 +13,8 @@ contract, step by step:
 4. **Mean key**: VPE ``mul`` of the FP32 sum by ``recip(count)``, the BF16 RNE of 1/count (:func:`recip_bf16`), the
    product rounded once to BF16.
 5. **Score** of a query row and a cluster: the MAC tree's dot product of the BF16 query and the BF16 mean key
-   (FP32), then the VPE ``fixed`` op with ``b`` = BF16(1/√d) (:func:`inv_sqrt_bf16`): the WTU's signed fixed-point
+   (FP32), then the VPE ``fixed`` op with ``b`` = BF16(1/√d), or BF16(log2(e)/√d) for ``exp2`` scores
+   (``Config.score_scale``): the WTU's signed fixed-point
    score (``dre.wtu.score_bits``, ``score_frac_bits``; RNE, saturating). No further quantisation.
 
 Everything after the score (WiCSum / top-k selection, aggregation) and before the hash (the HCU's assignment) is the
@@ -52,7 +53,7 @@ def recip_bf16(count: int) -> int:
 
 
 def inv_sqrt_bf16(head_dim: int) -> int:
-    """BF16 bits of 1/√head_dim (the score scale)."""
+    """BF16 bits of 1/√head_dim."""
     return bf16_of(1.0 / math.sqrt(head_dim))
 
 
@@ -63,7 +64,7 @@ class LxeParams:
         x, w = cfg.lxe, cfg.dre.wtu
         self.n, self.G = x.dpe_inputs, x.guard_bits
         self.score_bits, self.score_frac = w.score_bits, w.score_frac_bits
-        self.scale = inv_sqrt_bf16(cfg.model.head_dim)
+        self.scale = bf16_of(cfg.score_scale)       # 1/√d, × log2(e) for exp2 scores
 
 
 def hash_code(p: LxeParams, key: list[int], planes: list[list[int]]) -> int:

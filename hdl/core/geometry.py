@@ -88,7 +88,7 @@ class CoreGeometry:
     data_bits: int
     id_bits: int
     fill_preload: bool      # resv.preload = fill (the limit is the whole capacity)
-    scale_bits: int         # BF16 of 1/sqrt(head_dim)
+    scale_bits: int         # BF16 of Config.score_scale (1/sqrt(head_dim), x log2(e) for exp2)
     fifo_depth: int
     kvmu_cluster_bits: int
     kvmu_context_bits: int
@@ -145,7 +145,7 @@ class CoreGeometry:
                    km.table_clusters, km.context_tokens, km.sink_tokens, km.ring_tokens, km.sink_base, km.ring_base,
                    km.record_bytes, cm.entry_base, cm.list_base, cm.map_base, cm.sum_base, cm.mean_base,
                    cm.item_bytes, k.axi_addr_bits, k.axi_data_bits, k.axi_id_bits, r.preload == "fill",
-                   bf16_bits(1 / math.sqrt(m.head_dim)), cfg.core.score_fifo_depth, _bits(2 * km.table_clusters),
+                   bf16_bits(cfg.score_scale), cfg.core.score_fifo_depth, _bits(2 * km.table_clusters),
                    _bits(km.contexts), cfg.dre.counter_bits)
 
     # ---- derived ------------------------------------------------------------------------------------------------
