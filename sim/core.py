@@ -24,6 +24,7 @@ def make_bench(cfg, *, n: int = 60, seed: int = 1, p_valid: float = 0.7, p_ready
                        expected={**ren("lxe", lx.expected), **ren("dre", dr.expected)},
                        fields={**ren("lxe", lx.fields), **ren("dre", dr.fields)},
                        statics={**ren("dre", dr.statics)},
+                       idle_inputs=[f"dre_{p}" for p in dr.idle_inputs],   # the DRE's KVMU ports (sim/dre.py)
                        expected_signals={k.replace("status__", "dre_status__"): v
                                          for k, v in dr.expected_signals.items()},
                        p_valid=p_valid, p_ready=p_ready, seed=seed,
