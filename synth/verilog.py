@@ -116,6 +116,7 @@ def check_top_width(component: str, dut, cfg) -> None:
     total = sum(widths.values()) + 2
     if total <= TOP_INPUT_BITS_LIMIT:
         return
+    _discard(dut)
     widest = max(widths, key=widths.get)
     lxe = cfg.lxe
     raise UsageError(
@@ -126,6 +127,25 @@ def check_top_width(component: str, dut, cfg) -> None:
         f"smaller lxe.dpe_trees / lxe.dpe_inputs (the DPE's operand stream is {lxe.dpe_trees} × {lxe.dpe_inputs} × "
         f"16 bits), or use the hierarchical figures flow (vrex synth / vrex report) where its parts fit; a "
         f"weight-stationary DPE is the follow-up (docs/decisions.md).")
+
+
+def _discard(design, seen=None) -> None:
+    """Mark a design that will not be converted, and the blocks its constructor built, as deliberately unused
+    (Amaranth's per-object ``_MustUse__silence`` flag), so that dropping it prints no ``UnusedElaboratable``
+    warning beside the error."""
+    from amaranth.hdl import Elaboratable
+
+    seen = set() if seen is None else seen
+    if id(design) in seen:
+        return
+    seen.add(id(design))
+    if isinstance(design, Elaboratable):
+        design._MustUse__silence = True
+    children = design.values() if isinstance(design, dict) else design if isinstance(design, (list, tuple)) else \
+        vars(design).values() if isinstance(design, Elaboratable) else ()
+    for child in children:
+        if isinstance(child, (Elaboratable, dict, list, tuple)):
+            _discard(child, seen)
 
 
 def emit(component: str, cfg, out_dir: str | os.PathLike | None = None, *, force: bool = False) -> Emitted:
