@@ -144,6 +144,38 @@ def test_golden_vector_testbench_catches_a_wrong_reference(work_dir):
         assert ok or "FAIL: o beat" in run.stdout
 
 
+def test_kvmu_testbench_serves_axi_and_catches_wrong_references(work_dir):
+    """The KVMU's Verilog testbench (own AXI4 slaves, paged memories, the LXE's writes) passes on multi-beat bursts
+    under random stalls, and fails on a golden model that drops a burst's last beat, a wrong response and a wrong
+    memory image."""
+    from vrex.sim.cases import KVMU_CASES
+    from vrex.sim.kvmu import make_bench as kvmu_bench
+    from vrex.sim.verilog_kvmu_bench import kvmu_testbench, usable_kvmu_bench
+
+    cfg = next(c for c in KVMU_CASES if c.id == "kvmu-128b-evict-every-frame").config()
+    e = emit("kvmu", cfg)
+    interface = _interface(e)
+    kw = dict(n=8 * cfg.kvmu_map.contexts, seed=2, fill=False, pages=True, address_records=True, min_tokens=15)
+    good = kvmu_bench(cfg, **kw)
+    assert max(b[2] for x in good.expected for bursts in x["bursts"].values() for b in bursts) > 8
+    assert "address pattern" in usable_kvmu_bench(kvmu_bench(cfg, **{**kw, "address_records": False}),
+                                                 interface["ports"])
+    wrong_resp = kvmu_bench(cfg, **kw)
+    wrong_resp.expected[3]["resp"] ^= 1
+    wrong_page = kvmu_bench(cfg, **kw)
+    wrong_page.page_sums[-1][2] ^= 1
+    for bench, failure in ((good, None), (kvmu_bench(cfg, reference=mutants.KVMUDropsTheLastBeat, **kw), r" (AR|AW) burst"),
+                           (wrong_resp, "FAIL: response of job 3"), (wrong_page, "differs from the golden image")):
+        assert usable_kvmu_bench(bench, interface["ports"]) is None
+        run = _icarus(work_dir, e.verilog.read_text(), kvmu_testbench(bench, interface, name="tb", clock_mhz=100,
+                                                                      origin="test"))
+        if failure is None:
+            assert run.returncode == 0 and "PASS: vrex_kvmu: " in run.stdout and "match the golden model" in run.stdout, \
+                run.stdout[-2000:]
+        else:
+            assert run.returncode != 0 and re.search(failure, run.stdout), run.stdout[-2000:]
+
+
 def test_idle_testbench_when_the_bench_cannot_be_replayed(work_dir):
     """A bench that leaves an input undriven (here the HCU's threshold) cannot be replayed; the idle test then
     fails on an output stream that transfers a beat or an output that is X."""
