@@ -122,11 +122,11 @@ def check_top_width(component: str, dut, cfg) -> None:
     raise UsageError(
         f"component {component} (config {cfg.name}, hash {cfg.hash()}) has {total} top-level input bits (clock and "
         f"reset included; the widest port is {widest}, {widths[widest]} bits), more than the {TOP_INPUT_BITS_LIMIT} "
-        f"an Amaranth netlist can hold, so it cannot be emitted as one flat Verilog top: emit its MAC trees alone "
+        f"an Amaranth netlist can hold, so it cannot be emitted as one flat Verilog top (nor measured by the "
+        f"hierarchical figures flow, whose glue takes the same operand stream): emit its MAC trees alone "
         f"(--component mac_tree, the DPE holds lxe.dpe_trees = {lxe.dpe_trees} of them), or use a config with "
         f"smaller lxe.dpe_trees / lxe.dpe_inputs (the DPE's operand stream is {lxe.dpe_trees} × {lxe.dpe_inputs} × "
-        f"16 bits), or use the hierarchical figures flow (vrex synth / vrex report) where its parts fit; a "
-        f"weight-stationary DPE is the follow-up (docs/decisions.md).")
+        f"16 bits); a weight-stationary DPE is the follow-up (docs/decisions.md).")
 
 
 def _discard(design, seen=None) -> None:
