@@ -24,7 +24,7 @@ __all__ = ["ExpWTU", "STAGE_CUTS", "RATIO_CHUNK", "exp_latencies", "accumulator_
 # then one combinational path into the accumulators).
 STAGE_CUTS = ("mul", "hist", "lut", "merge", "shift", "tree")
 OUT_QUEUE = 3              # entries of each output queue: the beats in flight (memory, capture) plus the visible one
-RATIO_CHUNK = 4            # ratio bits per partial product of total · ratio
+RATIO_CHUNK = 2            # ratio bits per partial product of total · ratio (one adder per partial product)
 
 
 class _Phase(enum.Enum, shape=2):
@@ -527,12 +527,15 @@ def _rotate(m, name, values, amount, n):
 
 def _ratio_product(m, total, ratio, ratio_bits, chunk=RATIO_CHUNK):
     """``total · ratio``: partial products of ``chunk``-bit slices of the ratio, then a registered adder tree (one
-    level per register stage)."""
+    level per register stage). A partial product is the sum of ``total`` gated by each bit of its slice, shifted
+    (``chunk − 1`` adders of ``total``'s width, mapped with carry lookahead; a ``$mul`` cell of the same product
+    mapped to a ripple chain that limited the WTU's clock)."""
     width = len(total) + ratio_bits + 1
     parts = []
     for k in range(0, ratio_bits + 1, chunk):
         r = Signal(width, name=f"ratio_pp{k}")
-        m.d.sync += r.eq(total * ratio[k:k + chunk] << k)
+        bits = [(k + j, ratio[k + j]) for j in range(chunk) if k + j < len(ratio)]
+        m.d.sync += r.eq(sum_tree([Mux(bit, total, 0) << shift for shift, bit in bits]))
         parts.append(r)
     level = 0
     while len(parts) > 1:

@@ -73,9 +73,12 @@ def _tier_rows(ev) -> list[dict]:
 
 
 def _min_capacity(cfg, kv: int) -> int:
-    """The smallest valid explicit capacity at batch 1 and ``kv``: sinks + window + staging."""
+    """The smallest valid explicit capacity at batch 1 and ``kv``: sinks + window + staging of the system model, and
+    at least what the KVMU's memory map accepts (:meth:`vrex.config.Config.min_device_capacity_bytes`: its ring
+    holds the recent window plus one step)."""
     window = cfg.resv.recent_window_tokens + cfg.resv.sink_tokens
-    return int(window * cfg.model.kv_bytes_per_token + cfg.kv_staging_bytes(1, kv)) + 1
+    return max(int(window * cfg.model.kv_bytes_per_token + cfg.kv_staging_bytes(1, kv)) + 1,
+               cfg.min_device_capacity_bytes())
 
 
 def _closure(base, paper_frames: dict, tpot: tuple, measured, figures) -> dict:

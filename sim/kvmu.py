@@ -29,10 +29,29 @@ from pathlib import Path
 from vrex.golden.kvmu import Job, KVMUModel, mask_beats, random_kvmu_jobs
 
 __all__ = ["JOB_KIND", "KVMUBench", "make_bench", "run_bench", "measure_cycles", "digest", "region_diffs",
-           "final_diffs", "pack_job", "expected_for", "record_data"]
+           "final_diffs", "pack_job", "expected_for", "record_data", "page_checksum", "PAGE_BYTES", "TIER_OF_PORT",
+           "AXI_PREFIX", "address_pattern", "pattern_word"]
 
 JOB_KIND = "kvmu"
 PORTS = ("device", "host", "table")
+AXI_PREFIX = {"device": "dev", "host": "host", "table": "tbl"}        # AXI4 port of the KVMU top per bench port
+TIER_OF_PORT = {"device": "device", "host": "host", "table": "device"}   # the table port reads the device memory
+PAGE_BYTES = 4096
+
+
+def page_checksum(data: bytes, beat_bytes: int) -> int:
+    """Checksum of one memory page for the Verilog testbench (vrex.sim.verilog_kvmu_bench): over its beats k (little
+    endian, as AXI lanes), the 64-bit sum of (low 64 bits XOR the rest folded in 64-bit words) x (2k + 1); a changed
+    byte or two swapped beats change it."""
+    total = 0
+    for k in range(len(data) // beat_bytes):
+        beat = int.from_bytes(data[k * beat_bytes:(k + 1) * beat_bytes], "little")
+        folded = 0
+        while beat:
+            folded ^= beat & 0xFFFFFFFFFFFFFFFF
+            beat >>= 64
+        total = (total + folded * (2 * k + 1)) & 0xFFFFFFFFFFFFFFFF
+    return total
 
 
 def digest(data: bytes) -> str:
@@ -42,6 +61,24 @@ def digest(data: bytes) -> str:
 def record_data(seed: int, ctx: int, token: int, n: int) -> bytes:
     """The bytes the LXE writes for a token's record (deterministic per run, context and token)."""
     return random.Random(hash((seed, ctx, token)) & 0xFFFFFFFF).randbytes(n)
+
+
+_M32 = 0xFFFFFFFF
+
+
+def pattern_word(seed: int, word_address: int) -> int:
+    """The 32-bit word of :func:`address_pattern` at a word address (byte address / 4), a multiply-xorshift hash
+    that a Verilog testbench computes too (vrex.sim.verilog_kvmu_bench)."""
+    x = (((word_address & _M32) * 0x9E3779B1) & _M32) ^ (seed & _M32)
+    x ^= x >> 15
+    x = (x * 0x85EBCA77) & _M32
+    return x ^ (x >> 13)
+
+
+def address_pattern(seed: int, addr: int, n: int) -> bytes:
+    """``n`` bytes of record data at byte address ``addr`` (both multiples of 4), a function of the address: what the
+    LXE writes in a bench made with ``address_records`` (a Verilog testbench generates it instead of storing it)."""
+    return b"".join(pattern_word(seed, w).to_bytes(4, "little") for w in range(addr // 4, (addr + n) // 4))
 
 
 def fill_pattern(seed: int, n: int) -> bytes:
@@ -78,6 +115,8 @@ class KVMUBench:
     counters: dict = field(default_factory=dict)    # golden counters after the run (None: not checked)
     fill: bool = True             # memories start with the guard pattern and are compared (small maps only)
     prefix: str = ""              # port-name prefix of the KVMU streams and status (the DRE top: "kvmu_")
+    page_sums: list = field(default_factory=list)   # [tier, page address, page_checksum] of every page the run
+    #                               touches, after the run (make_bench(pages=True), for the Verilog testbench)
 
     def to_json(self, path) -> None:
         Path(path).write_text(json.dumps(asdict(self)))
@@ -164,10 +203,13 @@ def _regions(cfg) -> dict:
             "tables": ["device", km.index_base, km.device_bytes]}
 
 
-def expected_for(cfg, jobs, *, seed: int, fill_seed: int, faults=(), model_factory=KVMUModel):
+def expected_for(cfg, jobs, *, seed: int, fill_seed: int, faults=(), model_factory=KVMUModel, fill: bool = True,
+                 address_records: bool = False):
     """Golden expectation of one session part: per job the response, bursts per port, region digests and LXE writes.
 
-    ``model_factory(cfg, faults=..., record_bursts=True)`` builds the reference (a mutant in the mutation tests).
+    ``model_factory(cfg, faults=..., record_bursts=True)`` builds the reference (a mutant in the mutation tests);
+    ``fill``: memories start with the guard pattern where :func:`fills` allows it (else zeroed, no region digests);
+    ``address_records``: the LXE's records are :func:`address_pattern` at their addresses (else :func:`record_data`).
     Returns (per-job list, final model)."""
     from vrex.hdl.kvmu.layouts import KVMUGeometry, response_layout
 
@@ -179,12 +221,13 @@ def expected_for(cfg, jobs, *, seed: int, fill_seed: int, faults=(), model_facto
     for port, kind, lo, hi in faults:
         wins.setdefault((port, kind), []).append((lo, hi))
     model = model_factory(cfg, faults=wins, record_bursts=True)
-    if fills(cfg):
+    fill = fill and fills(cfg)
+    if fill:
         model.device.write(0, fill_pattern(fill_seed, km.device_bytes))
         model.host.write(0, fill_pattern(fill_seed + 1, km.host_bytes))
     tokens = [0] * km.contexts
     out = []
-    regions = _regions(cfg)
+    regions = _regions(cfg) if fill else {}
     for job in jobs:
         model.bursts.clear()
         r = model.run_job(job)
@@ -192,7 +235,9 @@ def expected_for(cfg, jobs, *, seed: int, fill_seed: int, faults=(), model_facto
         if job.arrivals and job.context < km.contexts:
             first = tokens[job.context]
             n = min(len(job.arrivals), km.context_tokens - first)
-            recs = [record_data(seed, job.context, first + i, km.record_bytes) for i in range(n)]
+            recs = [address_pattern(seed, model.token_address(job.context, first + i), km.record_bytes)
+                    if address_records else record_data(seed, job.context, first + i, km.record_bytes)
+                    for i in range(n)]
             writes = [[a, d.hex()] for a, d in model.write_tokens(job.context, first, recs)]
             tokens[job.context] += n
         bursts = {p: [] for p in PORTS}
@@ -212,32 +257,56 @@ def expected_for(cfg, jobs, *, seed: int, fill_seed: int, faults=(), model_facto
 
 def make_bench(cfg, *, n: int = 40, seed: int = 1, p_valid: float = 0.7, p_ready: float = 0.7, p_pause: float = 0.2,
                jobs=None, faults=(), reset_job: int | None = None, reference=KVMUModel, fill_seed: int = 7,
-               min_tokens: int = 1, name: str = "kvmu", prefix: str = "", **_) -> KVMUBench:
+               min_tokens: int = 1, name: str = "kvmu", prefix: str = "", fill: bool = True, pages: bool = False,
+               address_records: bool = False, **_) -> KVMUBench:
     """A KVMU bench: ``jobs`` (golden :class:`~vrex.golden.kvmu.Job` list) or a random session of about ``n`` jobs
     (``n / contexts`` steps of ``min_tokens`` to one step's tokens per context).
+
+    ``fill=False`` starts the memories zeroed even where :func:`fills` would fill them; ``pages`` records the final
+    checksum of every page the run touches (``page_sums``: what a testbench without digests compares);
+    ``address_records``: the LXE writes :func:`address_pattern` (what a Verilog testbench can generate).
 
     With ``reset_job`` the unit is reset during that job; the jobs after it form a new session (refilled memories,
     a fresh reference)."""
     jobs = list(jobs) if jobs is not None else random_kvmu_jobs(cfg, max(1, n // cfg.kvmu_map.contexts), seed=seed,
                                                                 min_tokens=min_tokens)
     part1 = jobs if reset_job is None else jobs[:reset_job + 1]
-    exp1, model = expected_for(cfg, part1, seed=seed, fill_seed=fill_seed, faults=faults, model_factory=reference)
+    fill = fill and fills(cfg)
+    exp1, model = expected_for(cfg, part1, seed=seed, fill_seed=fill_seed, faults=faults, model_factory=reference,
+                               fill=fill, address_records=address_records)
     parts = exp1
     if reset_job is not None:
         exp2, model = expected_for(cfg, jobs[reset_job + 1:], seed=seed, fill_seed=fill_seed, faults=faults,
-                                   model_factory=reference)
+                                   model_factory=reference, fill=fill, address_records=address_records)
         parts = exp1 + exp2
     km = cfg.kvmu_map
     final = {"device": digest(model.device.read(0, km.device_bytes)), "host": digest(model.host.read(0, km.host_bytes))} \
-        if fills(cfg) else {}
+        if fill else {}
     counters = {k: model.stats[k] & ((1 << cfg.dre.counter_bits) - 1) for k in
                 ("jobs", "payload_bytes", "bytes_moved", "bursts", "commands", "stalls", "table_reads",
                  "table_writes", "errors")} if reset_job is None else {}
+    page_sums = _page_sums(cfg, parts, model) if pages and reset_job is None else []
     return KVMUBench(name, cfg.to_dict(), [dict(p["job"], writes=p["writes"], host_used=p["host_used"])
                                            for p in parts],
-                     [p["expected"] for p in parts], _regions(cfg), final, fill_seed=fill_seed,
+                     [p["expected"] for p in parts], _regions(cfg) if fill else {}, final, fill_seed=fill_seed,
                      faults=[list(f) for f in faults], reset_job=reset_job, p_valid=p_valid, p_ready=p_ready,
-                     p_pause=p_pause, seed=seed, counters=counters, fill=fills(cfg), prefix=prefix)
+                     p_pause=p_pause, seed=seed, counters=counters, fill=fill, prefix=prefix,
+                     page_sums=page_sums)
+
+
+def _page_sums(cfg, parts, model) -> list:
+    """[tier, page address, checksum] of the final golden images, for every page a burst or an LXE write touches."""
+    beat = cfg.kvmu_map.beat_bytes
+    touched = {"device": set(), "host": set()}
+    for p in parts:
+        for port, bursts in p["expected"]["bursts"].items():
+            for _, addr, beats in bursts:
+                touched[TIER_OF_PORT[port]].update(range(addr // PAGE_BYTES, (addr + beats * beat - 1) // PAGE_BYTES + 1))
+        for addr, data in p["writes"]:
+            touched["device"].update(range(addr // PAGE_BYTES, (addr + len(data) // 2 - 1) // PAGE_BYTES + 1))
+    images = {"device": model.device, "host": model.host}
+    return [[tier, page * PAGE_BYTES, page_checksum(images[tier].read(page * PAGE_BYTES, PAGE_BYTES), beat)]
+            for tier in ("device", "host") for page in sorted(touched[tier])]
 
 
 def run_bench(emitted, bench: KVMUBench, simulator: str, work_dir, *, waves: bool = False, build_args=(),

@@ -22,9 +22,8 @@ from cocotbext.axi.memory import Memory
 
 from vrex.config import Config
 from vrex.sim.cocotb_values import value_int as _int
+from vrex.sim.kvmu import AXI_PREFIX as PREFIX
 from vrex.sim.kvmu import PORTS, KVMUBench, digest, fill_pattern
-
-PREFIX = {"device": "dev", "host": "host", "table": "tbl"}
 
 
 class Tier(Memory):

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from .bench import StreamBench
 
-__all__ = ["verilog_testbench", "usable_bench", "STALL_PROBABILITY"]
+__all__ = ["verilog_testbench", "usable_bench", "STALL_PROBABILITY", "preamble", "output_checks", "signal_checks",
+           "clock_and_reset", "hex_literal", "const_table", "lfsr_seed", "reg_decl"]
 
 STALL_PROBABILITY = 0.25   # LFSR low two bits == 0
 _LFSR_TAPS = "32'h80200003"   # x^32 + x^22 + x^2 + x + 1 (maximal length), Galois form
@@ -50,22 +51,74 @@ def usable_bench(bench, ports: list[dict]) -> str | None:
     return None
 
 
-def _hex(width: int, value: int) -> str:
+def hex_literal(width: int, value: int) -> str:
     return f"{width}'h{value & ((1 << width) - 1):x}"
 
 
-def _reg(width: int, name: str, init: str | None = None) -> str:
+def reg_decl(width: int, name: str, init: str | None = None) -> str:
     rng = f"[{width - 1}:0] " if width > 1 else ""
     return f"  reg {rng}{name}" + (f" = {init};" if init is not None else ";")
 
 
-def _table(name: str, width: int, values: list[int]) -> list[str]:
+def const_table(name: str, width: int, values: list[int]) -> list[str]:
     """A constant table ``name`` (function of the index): one case item per value."""
     rng = f"[{width - 1}:0] " if width > 1 else ""
     out = [f"  function {rng}{name};", "    input integer k;", "    begin", "      case (k)"]
-    out += [f"        {k}: {name} = {_hex(width, v)};" for k, v in enumerate(values)]
+    out += [f"        {k}: {name} = {hex_literal(width, v)};" for k, v in enumerate(values)]
     out += [f"        default: {name} = {width}'d0;", "      endcase", "    end", "  endfunction"]
     return out
+
+
+def clock_and_reset(interface: dict) -> tuple[str, str]:
+    """The design's clock and reset ports (a combinational design has neither: the testbench keeps time with its own
+    ``tb_clk`` / ``tb_rst``)."""
+    clock = interface["clock"]["port"] if interface["clock"] else "tb_clk"
+    reset = interface["reset"]["port"] if interface["reset"] else "tb_rst"
+    return clock, reset
+
+
+def preamble(interface: dict, *, name: str, clock_mhz: float, origin: str, driven: set, statics: dict) -> list[str]:
+    """Module header, a reg per input (``driven`` ones start at 0, others hold their ``statics`` value or 0), a wire
+    per output, the design instance, the clock, ``cycle`` / ``running``, ``lfsr_next`` and the ``fail`` task."""
+    top = interface["top"]
+    ports = {p["name"]: p for p in interface["ports"]}
+    clock, reset = clock_and_reset(interface)
+    lines = ["`timescale 1ns / 1ps",
+             f"// Self-checking testbench of {top} (component {interface['component']}, config {interface['config']}, "
+             f"hash {interface['config_hash']}), written by vrex {interface['vrex']}.",
+             f"// {origin}", f"module {name};"]
+    lines += [reg_decl(1, n, init) for n, init in ((clock, "1'b0"), (reset, "1'b1")) if n not in ports]
+    for p in interface["ports"]:
+        n, w = p["name"], p["width"]
+        if n == clock:
+            lines.append(reg_decl(1, n, "1'b0"))
+        elif n == reset:
+            lines.append(reg_decl(1, n, "1'b1"))
+        elif p["direction"] == "input":
+            lines.append(reg_decl(w, n, hex_literal(w, statics.get(n, 0)) if n not in driven else f"{w}'d0"))
+        else:
+            lines.append(f"  wire {f'[{w - 1}:0] ' if w > 1 else ''}{n};")
+    lines += [f"  {top} dut (", ",\n".join(f"    .{n}({n})" for n in ports), "  );",
+              f"  always #{500.0 / clock_mhz:.6g} {clock} = ~{clock};",
+              "  integer cycle = 0;", "  reg running = 1'b0;",
+              "  function [31:0] lfsr_next;", "    input [31:0] s;",
+              f"    lfsr_next = s[0] ? (s >> 1) ^ {_LFSR_TAPS} : s >> 1;", "  endfunction",
+              "  task fail;", "    input [8*80-1:0] what;", "    begin",
+              "      $display(\"FAIL: %0s (cycle %0d after reset)\", what, cycle);", "      $fatal(1);",
+              "    end", "  endtask"]
+    return lines
+
+
+def output_checks(interface: dict) -> list[str]:
+    """On every falling clock edge while running: no output is X or Z (a payload or AXI field only while valid)."""
+    clock, _ = clock_and_reset(interface)
+    outputs = [p["name"] for p in interface["ports"] if p["direction"] == "output"]
+    lines = [f"  always @(negedge {clock}) if (running) begin"]
+    for n in outputs:
+        valid = _valid_of(n, set(outputs))
+        guard = f"{valid} === 1'b1 && " if valid else ""
+        lines.append(f"    if ({guard}(^{n}) === 1'bx) fail(\"output {n} is X or Z\");")
+    return lines + ["  end"]
 
 
 def verilog_testbench(bench: StreamBench, interface: dict, *, name: str, clock_mhz: float,
@@ -74,34 +127,14 @@ def verilog_testbench(bench: StreamBench, interface: dict, *, name: str, clock_m
     (:func:`vrex.synth.interface.describe`); ``origin`` is a one-line account of where the vectors come from."""
     top = interface["top"]
     ports = {p["name"]: p for p in interface["ports"]}
-    clock = interface["clock"]["port"] if interface["clock"] else "tb_clk"   # a combinational design has neither:
-    reset = interface["reset"]["port"] if interface["reset"] else "tb_rst"   # the testbench keeps time on its own
+    clock, reset = clock_and_reset(interface)
     ins, outs = list(bench.inputs), list(bench.expected)
     driven = {f"{p}__{s}" for p in ins for s in ("payload", "valid")} | {f"{p}__ready" for p in outs}
-    lines = ["`timescale 1ns / 1ps",
-             f"// Self-checking testbench of {top} (component {interface['component']}, config {interface['config']}, "
-             f"hash {interface['config_hash']}), written by vrex {interface['vrex']}.",
-             f"// {origin}", f"module {name};"]
-    lines += [_reg(1, n, init) for n, init in ((clock, "1'b0"), (reset, "1'b1")) if n not in ports]
-    for p in interface["ports"]:
-        n, w = p["name"], p["width"]
-        if n == clock:
-            lines.append(_reg(1, n, "1'b0"))
-        elif n == reset:
-            lines.append(_reg(1, n, "1'b1"))
-        elif p["direction"] == "input":
-            lines.append(_reg(w, n, _hex(w, bench.statics.get(n, 0)) if n not in driven else f"{w}'d0"))
-        else:
-            lines.append(f"  wire {f'[{w - 1}:0] ' if w > 1 else ''}{n};")
-    lines += [f"  {top} dut (", ",\n".join(f"    .{n}({n})" for n in ports), "  );",
-              f"  always #{500.0 / clock_mhz:.6g} {clock} = ~{clock};",
-              "  integer cycle = 0;", "  reg running = 1'b0;",
-              "  function [31:0] lfsr_next;", "    input [31:0] s;",
-              f"    lfsr_next = s[0] ? (s >> 1) ^ {_LFSR_TAPS} : s >> 1;", "  endfunction"]
+    lines = preamble(interface, name=name, clock_mhz=clock_mhz, origin=origin, driven=driven, statics=bench.statics)
     for k, p in enumerate(ins):
         w, n = ports[f"{p}__payload"]["width"], len(bench.inputs[p])
-        lines += [f"  // input stream {p}: {n} beats", *_table(f"{p}_beat", w, bench.inputs[p]),
-                  f"  integer {p}_sent = 0;", f"  reg [31:0] {p}_lfsr = {_hex(32, _seed(bench.seed, k))};",
+        lines += [f"  // input stream {p}: {n} beats", *const_table(f"{p}_beat", w, bench.inputs[p]),
+                  f"  integer {p}_sent = 0;", f"  reg [31:0] {p}_lfsr = {hex_literal(32, lfsr_seed(bench.seed, k))};",
                   f"  always @(posedge {clock}) if (running) begin",
                   f"    if ({p}__valid && {p}__ready) {p}_sent = {p}_sent + 1;",
                   f"    {p}_lfsr = lfsr_next({p}_lfsr);",
@@ -111,9 +144,9 @@ def verilog_testbench(bench: StreamBench, interface: dict, *, name: str, clock_m
                   "    end", "  end"]
     for k, p in enumerate(outs):
         w, n = ports[f"{p}__payload"]["width"], len(bench.expected[p])
-        lines += [f"  // output stream {p}: {n} beats expected", *_table(f"{p}_expected", w, bench.expected[p]),
-                  f"  integer {p}_seen = 0;", f"  reg [31:0] {p}_lfsr = {_hex(32, _seed(bench.seed, 100 + k))};",
-                  f"  reg {p}_stalled = 1'b0;", _reg(w, f"{p}_held"),
+        lines += [f"  // output stream {p}: {n} beats expected", *const_table(f"{p}_expected", w, bench.expected[p]),
+                  f"  integer {p}_seen = 0;", f"  reg [31:0] {p}_lfsr = {hex_literal(32, lfsr_seed(bench.seed, 100 + k))};",
+                  f"  reg {p}_stalled = 1'b0;", reg_decl(w, f"{p}_held"),
                   f"  always @(posedge {clock}) if (running) begin",
                   f"    if ({p}_stalled && (!{p}__valid || {p}__payload !== {p}_held))",
                   f"      fail(\"{p}: valid dropped or payload changed while stalled\");",
@@ -126,21 +159,10 @@ def verilog_testbench(bench: StreamBench, interface: dict, *, name: str, clock_m
                   f"      {p}_seen = {p}_seen + 1;", "    end",
                   f"    {p}_stalled = {p}__valid && !{p}__ready;", f"    {p}_held = {p}__payload;",
                   f"    {p}_lfsr = lfsr_next({p}_lfsr);", f"    {p}__ready <= {p}_lfsr[1:0] != 2'b00;", "  end"]
-    outputs = [p["name"] for p in interface["ports"] if p["direction"] == "output"]
-    lines += ["  task fail;", "    input [8*80-1:0] what;", "    begin",
-              "      $display(\"FAIL: %0s (cycle %0d after reset)\", what, cycle);", "      $fatal(1);",
-              "    end", "  endtask",
-              f"  always @(negedge {clock}) if (running) begin"]
-    for n in outputs:
-        valid = _valid_of(n, set(outputs))
-        guard = f"{valid} === 1'b1 && " if valid else ""
-        lines.append(f"    if ({guard}(^{n}) === 1'bx) fail(\"output {n} is X or Z\");")
-    lines += ["  end"]
+    lines += output_checks(interface)
     pending = " || ".join([f"{p}_sent < {len(bench.inputs[p])}" for p in ins]
                           + [f"{p}_seen < {len(bench.expected[p])}" for p in outs]) or "1'b0"
-    checks = [f"    if ({n} !== {_hex(ports[n]['width'], v)}) begin\n"
-              f"      $display(\"FAIL: {n} is %0d after the run, expected {v}\", {n});\n      $fatal(1);\n    end"
-              for n, v in bench.expected_signals.items() if v is not None]
+    checks = signal_checks(ports, bench.expected_signals)
     budget = bench.cycle_budget()
     lines += ["  initial begin",
               f"    repeat ({bench.reset_cycles}) @(posedge {clock});",
@@ -152,6 +174,13 @@ def verilog_testbench(bench: StreamBench, interface: dict, *, name: str, clock_m
               f"    $display(\"PASS: {top}: {_summary(bench)} in %0d cycles\", cycle);",
               "    $finish;", "  end", "endmodule"]
     return "\n".join(lines) + "\n"
+
+
+def signal_checks(ports: dict, expected: dict) -> list[str]:
+    """After the run: each output named in ``expected`` (None: not checked) holds its expected value."""
+    return [f"    if ({n} !== {hex_literal(ports[n]['width'], v)}) begin\n"
+            f"      $display(\"FAIL: {n} is %0d after the run, expected {v}\", {n});\n      $fatal(1);\n    end"
+            for n, v in expected.items() if v is not None]
 
 
 def _valid_of(name: str, outputs: set) -> str | None:
@@ -175,6 +204,6 @@ def _summary(bench: StreamBench) -> str:
     return f"{', '.join(beats)} beats match the golden model under random stalls"
 
 
-def _seed(seed: int, port: int) -> int:
+def lfsr_seed(seed: int, port: int) -> int:
     """A non-zero LFSR seed per (bench seed, port)."""
     return ((seed * 0x9E3779B1) ^ (port * 0x85EBCA77) ^ 0x1234567) & 0xFFFFFFFF or 1

@@ -112,23 +112,34 @@ def write_package(folder: Path, component: str, spec, dut, verilog_text: str, cf
 
 
 def _testbench(component: str, interface: dict, cfg) -> str:
-    """The ``sim`` target's testbench: the component's golden bench (random stimulus, seed 1) replayed in Verilog,
-    or the idle test when it has no bench that a plain Verilog testbench can replay."""
+    """The ``sim`` target's testbench: the component's golden bench (random stimulus, seed 1) replayed in Verilog
+    (a bench with AXI4 memories, the KVMU's, with the testbench's own AXI slaves: vrex.sim.verilog_kvmu_bench), or
+    the idle test when it has no bench that a plain Verilog testbench can replay."""
     from vrex.sim.bench import StreamBench
     from vrex.sim.benches import BENCH_MODULES, bench_for, runs_itself
     from vrex.sim.verilog_bench import STALL_PROBABILITY, usable_bench, verilog_testbench
 
     p = 1 - STALL_PROBABILITY
     bench, why = None, f"no golden bench is registered for {component} (sim/benches.py)"
-    if component in BENCH_MODULES and runs_itself(component):
+    origin = (f"Vectors: the {component} bench of vrex.sim ({BENCH_TRANSACTIONS} random input transactions, seed "
+              "1), expected outputs from the golden model.")
+    if component == "kvmu":
+        from vrex.sim.verilog_kvmu_bench import kvmu_testbench, usable_kvmu_bench
+
+        bench = bench_for(component)(cfg, n=BENCH_TRANSACTIONS, seed=1, p_valid=p, p_ready=p, fill=False, pages=True,
+                                     address_records=True)
+        why = usable_kvmu_bench(bench, interface["ports"])
+        if why is None:
+            origin = (f"Vectors: the {component} bench of vrex.sim (a random session of {len(bench.jobs)} jobs, seed 1); "
+                      "responses, AXI bursts, counters and memory pages expected from the golden model.")
+            return kvmu_testbench(bench, interface, name=testbench_name(interface["top"]),
+                                  clock_mhz=ip_clock_mhz(cfg), origin=origin)
+    elif component in BENCH_MODULES and runs_itself(component):
         why = f"the {component} bench serves AXI memories (its cocotb test), which a plain Verilog testbench cannot"
     elif component in BENCH_MODULES:
         bench = bench_for(component)(cfg, n=BENCH_TRANSACTIONS, seed=1, p_valid=p, p_ready=p)
         why = usable_bench(bench, interface["ports"])
-    if why is None:
-        origin = (f"Vectors: the {component} bench of vrex.sim ({BENCH_TRANSACTIONS} random input transactions, seed "
-                  "1), expected outputs from the golden model.")
-    else:
+    if why is not None:
         outputs = {st["ports"]["payload"].removesuffix("__payload"): [] for st in interface["streams"]
                    if st["direction"] == "output" and st["ports"]["payload"] and st["ports"]["ready"]}
         bench = StreamBench(name=f"{component}-idle", inputs={}, expected=outputs, drain_cycles=32)

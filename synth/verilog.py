@@ -21,15 +21,23 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from amaranth.back import verilog
+from amaranth.hdl import Const, Value, ValueCastable
+from amaranth.lib import wiring
 
 from vrex import __version__
+from vrex.errors import UsageError
 from vrex.paths import build_dir
 from vrex.hdl.registry import get_component
 from vrex.tools import python_packages
 
 from .package import check_folder, package_files, package_source_hash, write_atomic, write_package
 
-__all__ = ["Emitted", "emit", "hdl_source_hash", "flow_source_hash"]
+__all__ = ["Emitted", "emit", "hdl_source_hash", "flow_source_hash", "top_input_bits", "check_top_width",
+           "TOP_INPUT_BITS_LIMIT"]
+
+# Amaranth's netlist numbers the bits of the top's inputs (clock and reset included) in 16 bits
+# (``_nir.Net.from_cell(0, bit)``): a top with more input bits cannot be converted at all.
+TOP_INPUT_BITS_LIMIT = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -89,10 +97,62 @@ def flow_source_hash() -> str:
     return _package_hash(vrex.synth, ("*.py", "*.vlt")) + _package_hash(vrex.sim)
 
 
+def top_input_bits(dut) -> dict[str, int]:
+    """Width of every top-level input port of ``dut`` (``stream__payload`` ...: the names of the Verilog), from its
+    signature; the clock and reset that Amaranth adds are not in it."""
+    widths = {}
+    for path, member, value in dut.signature.flatten(dut):
+        value = value.as_value() if isinstance(value, ValueCastable) else value
+        if member.flow == wiring.In and isinstance(value, Value) and not isinstance(value, Const):
+            widths["__".join(map(str, path))] = len(value)
+    return widths
+
+
+def check_top_width(component: str, dut, cfg) -> None:
+    """Raise :class:`~vrex.errors.UsageError` (one sentence) when the top of ``dut`` has more input bits than
+    Amaranth can convert (:data:`TOP_INPUT_BITS_LIMIT`, clock and reset counted): the edge DPE's operand stream
+    alone is ``dpe_trees × dpe_inputs × 16`` bits (docs/decisions.md, "flat tops on edge")."""
+    widths = top_input_bits(dut)
+    total = sum(widths.values()) + 2
+    if total <= TOP_INPUT_BITS_LIMIT:
+        return
+    _discard(dut)
+    widest = max(widths, key=widths.get)
+    lxe = cfg.lxe
+    raise UsageError(
+        f"component {component} (config {cfg.name}, hash {cfg.hash()}) has {total} top-level input bits (clock and "
+        f"reset included; the widest port is {widest}, {widths[widest]} bits), more than the {TOP_INPUT_BITS_LIMIT} "
+        f"an Amaranth netlist can hold, so it cannot be emitted as one flat Verilog top (nor measured by the "
+        f"hierarchical figures flow, whose glue takes the same operand stream): emit its MAC trees alone "
+        f"(--component mac_tree, the DPE holds lxe.dpe_trees = {lxe.dpe_trees} of them), or use a config with "
+        f"smaller lxe.dpe_trees / lxe.dpe_inputs (the DPE's operand stream is {lxe.dpe_trees} × {lxe.dpe_inputs} × "
+        f"16 bits); a weight-stationary DPE is the follow-up (docs/decisions.md).")
+
+
+def _discard(design, seen=None) -> None:
+    """Mark a design that will not be converted, and the blocks its constructor built, as deliberately unused
+    (Amaranth's per-object ``_MustUse__silence`` flag), so that dropping it prints no ``UnusedElaboratable``
+    warning beside the error."""
+    from amaranth.hdl import Elaboratable
+
+    seen = set() if seen is None else seen
+    if id(design) in seen:
+        return
+    seen.add(id(design))
+    if isinstance(design, Elaboratable):
+        design._MustUse__silence = True
+    children = design.values() if isinstance(design, dict) else design if isinstance(design, (list, tuple)) else \
+        vars(design).values() if isinstance(design, Elaboratable) else ()
+    for child in children:
+        if isinstance(child, (Elaboratable, dict, list, tuple)):
+            _discard(child, seen)
+
+
 def emit(component: str, cfg, out_dir: str | os.PathLike | None = None, *, force: bool = False) -> Emitted:
     """Write the Verilog and the IP package of ``component`` built from ``cfg``; reuse an up-to-date folder unless
     ``force``. An ``out_dir`` that holds something else raises :class:`~vrex.errors.UsageError` before anything is
-    written (:func:`vrex.synth.package.check_folder`)."""
+    written (:func:`vrex.synth.package.check_folder`), and so does a top too wide for Amaranth
+    (:func:`check_top_width`)."""
     spec = get_component(component)
     d = Path(out_dir) if out_dir is not None else build_dir("rtl", f"{component}-{cfg.hash()}")
     files = package_files(spec.top)
@@ -109,8 +169,9 @@ def emit(component: str, cfg, out_dir: str | os.PathLike | None = None, *, force
                 return e
         except json.JSONDecodeError:
             pass
-    d.mkdir(parents=True, exist_ok=True)
     dut = spec.build(cfg)
+    check_top_width(component, dut, cfg)   # before anything is written
+    d.mkdir(parents=True, exist_ok=True)
     text = verilog.convert(dut, name=spec.top, emit_src=False)
     write_atomic(e.verilog, text)
     write_atomic(e.filelist, f"{e.verilog.name}\n")

@@ -140,3 +140,20 @@ def test_results_document_regenerates_from_one_command(tmp_path):
                     "## Baselines against published measurements", "## Past the paper: the design sweep"):
         assert heading in text
     assert f"`edge` (hash `{load_config('edge').hash()}`)" in text and "none (paper Table II ratios)" in text
+
+
+def test_closing_search_starts_at_a_capacity_the_kvmu_accepts():
+    """The capacity search of the results document starts at the least capacity both the system model and the
+    KVMU's memory map accept (its ring holds the recent window plus one step): that config loads, one byte less of
+    the KVMU's own minimum does not."""
+    from vrex.config import ConfigError
+    from vrex.perf.results import KVS, _min_capacity
+
+    base = load_config("edge")
+    for kv in KVS:
+        at = base.with_overrides({"perf.kv_sizes": [kv], "perf.batches": [1]})
+        cap = _min_capacity(at, kv)
+        assert at.with_overrides({"dre.kvmu.device_capacity_bytes": cap}).kvmu_map.ring_tokens >= \
+            at.resv.recent_window_tokens
+    with pytest.raises(ConfigError, match="recent window plus one step"):
+        at.with_overrides({"dre.kvmu.device_capacity_bytes": at.min_device_capacity_bytes() - 1})

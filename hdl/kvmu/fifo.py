@@ -4,7 +4,8 @@ asynchronous read (small control queues, flip-flops) or with a synchronous read 
 (the data buffer: an SRAM macro in the figures flow, "every read port synchronous")."""
 
 from amaranth import Module, Mux, Signal
-from amaranth.lib.memory import Memory
+from amaranth.lib.memory import Memory, ReadPort, WritePort
+from amaranth.utils import ceil_log2
 
 __all__ = ["Fifo"]
 
@@ -20,8 +21,13 @@ class Fifo:
             raise ValueError("a FIFO holds at least 2 words")
         self._m, self._depth, self._sync = m, depth, synchronous
         m.submodules[name] = mem = Memory(shape=width, depth=depth, init=[])
-        self._wr = mem.write_port()
-        self._rd = mem.read_port() if synchronous else mem.read_port(domain="comb")
+        # ports named after the FIFO (``buffer_rd__addr``): the default names come from the attribute (``_rd``), the
+        # same in every FIFO of a module, and Verilator leaves names that start with "_" out of its waveforms
+        addr_width = ceil_log2(depth)
+        self._wr = WritePort(WritePort.Signature(shape=width, addr_width=addr_width), memory=mem, domain="sync",
+                             path=(f"{name}_wr",))
+        self._rd = ReadPort(ReadPort.Signature(shape=width, addr_width=addr_width), memory=mem,
+                            domain="sync" if synchronous else "comb", path=(f"{name}_rd",))
         self._stored = Signal(range(depth + 1), name=f"{name}_stored")     # words in the memory, not at the head
         self.r_data = self._rd.data
         if synchronous:
