@@ -129,6 +129,46 @@ def check_top_width(component: str, dut, cfg) -> None:
         f"16 bits); a weight-stationary DPE is the follow-up (docs/decisions.md).")
 
 
+def _convert(component: str, dut, top: str, cfg) -> str:
+    """``amaranth.back.verilog.convert``; a value wider than Amaranth's netlist holds *inside* the design (its top
+    fits: the core's internal DPE operand stream on edge) fails Amaranth's own assertion, turned here into the same
+    one-sentence error as :func:`check_top_width`."""
+    import traceback
+
+    try:
+        return verilog.convert(dut, name=top, emit_src=False)
+    except AssertionError as e:
+        frames = traceback.extract_tb(e.__traceback__)
+        if not frames or not frames[-1].filename.replace("\\", "/").endswith("amaranth/hdl/_nir.py"):
+            raise
+    _too_wide_inside(component, cfg)
+
+
+def _dpe_operand_bits(cfg) -> int:
+    """Bits of one DPE operand beat: ``dpe_trees`` weight vectors, the broadcast vector, first / last."""
+    lxe = cfg.lxe
+    return lxe.dpe_trees * lxe.dpe_inputs * 16 + lxe.dpe_inputs * 16 + 2
+
+
+def _holds_lxe(component: str, cfg) -> bool:
+    """Whether ``component`` contains the LXE among its (transitive) hierarchical parts, so its DPE's operand stream
+    is an internal value whatever its own ports are."""
+    parts = get_component(component).parts
+    return bool(parts) and any(p == "lxe" or _holds_lxe(p, cfg) for p in parts(cfg))
+
+
+def _too_wide_inside(component: str, cfg):
+    lxe = cfg.lxe
+    operand = _dpe_operand_bits(cfg)
+    raise UsageError(
+        f"component {component} (config {cfg.name}, hash {cfg.hash()}) has {operand} bits in one value inside (the "
+        f"DPE's operand stream, lxe.dpe_trees × lxe.dpe_inputs × 16 bits and the broadcast vector), more than the "
+        f"{TOP_INPUT_BITS_LIMIT} an Amaranth netlist can hold, so it cannot be emitted as Verilog: emit its MAC "
+        f"trees alone (--component mac_tree, the DPE holds lxe.dpe_trees = {lxe.dpe_trees} of them), or use a "
+        f"config with smaller lxe.dpe_trees / lxe.dpe_inputs; a weight-stationary DPE is the follow-up "
+        f"(docs/decisions.md).") from None
+
+
 def _discard(design, seen=None) -> None:
     """Mark a design that will not be converted, and the blocks its constructor built, as deliberately unused
     (Amaranth's per-object ``_MustUse__silence`` flag), so that dropping it prints no ``UnusedElaboratable``
@@ -169,10 +209,12 @@ def emit(component: str, cfg, out_dir: str | os.PathLike | None = None, *, force
                 return e
         except json.JSONDecodeError:
             pass
+    if _holds_lxe(component, cfg) and _dpe_operand_bits(cfg) > TOP_INPUT_BITS_LIMIT:
+        _too_wide_inside(component, cfg)   # found before a minutes-long elaboration of the edge core
     dut = spec.build(cfg)
     check_top_width(component, dut, cfg)   # before anything is written
+    text = _convert(component, dut, spec.top, cfg)
     d.mkdir(parents=True, exist_ok=True)
-    text = verilog.convert(dut, name=spec.top, emit_src=False)
     write_atomic(e.verilog, text)
     write_atomic(e.filelist, f"{e.verilog.name}\n")
     write_atomic(d / files["config"], cfg.dump_yaml())
