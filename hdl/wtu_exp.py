@@ -222,9 +222,6 @@ class ExpWTU(wiring.Component):
         bins = [x[S:].as_signed() for x in a_s]
         mant = _named_list(m, "mant", [lut[x[F - LB:F]] for x in a_s], M) if LB else [lut[0]] * L
         octv = [x[F:S] if O else Const(0, 1) for x in a_s]
-        beat_top = reduce_tree(m, "beat_top", [Mux(v, b, Const(-(1 << (BBW - 1)), signed(BBW)))
-                                               for v, b in zip(valid, bins)],
-                               lambda a, b: Mux(b > a, b, a), signed(BBW))
         levels = [S - k * D for k in range(max(1, PASSES))]       # window width shift w at each level
         inwin, sub = [], []
         for lane, x in enumerate(a_s):
@@ -237,10 +234,16 @@ class ExpWTU(wiring.Component):
         flag = [Mux(refine, inwin[lane], valid[lane]) for lane in range(L)]
         a_live = av & ~mask_phase
 
-        stage = {"v": a_live, "ref": refine, "top": beat_top, "m": mant, "c": a_c, "k": key, "f": flag}
+        stage = {"v": a_live, "ref": refine, "bins": bins, "valid": valid, "m": mant, "c": a_c, "k": key, "f": flag}
         if O:
             stage["o"] = octv
         stage = self._cut(m, "lut", stage, cuts)
+        # the beat's top bin: a max tree over the lanes, after the lut cut (beside the multiply), so the memory
+        # capture → lane-valid → max path is not one cycle
+        stage["top"] = reduce_tree(m, "beat_top", [Mux(v, b, Const(-(1 << (BBW - 1)), signed(BBW)))
+                                                   for v, b in zip(stage["valid"], stage["bins"])],
+                                   lambda a, b: Mux(b > a, b, a), signed(BBW))
+        del stage["bins"], stage["valid"]
         # stage C: multiply
         stage["p"] = [named(m, c * mm, f"prod{lane}") for lane, (c, mm) in enumerate(zip(stage["c"], stage["m"]))]
         del stage["c"], stage["m"]

@@ -21,7 +21,7 @@ def test_default_is_the_paper_edge_system():
     assert (cfg.resv.hash_bits, cfg.resv.hamming_threshold) == (32, 7)
     # the selection rule chosen from real-LLM measurements (docs/decisions.md): exp2 weights, per-stage ratios
     assert (cfg.resv.score_transform, cfg.dre.wtu.mode) == ("exp2", "histogram")
-    assert (cfg.resv.wicsum_ratio, cfg.resv.text_wicsum_ratio) == (0.1, 0.2)
+    assert (cfg.resv.wicsum_ratio, cfg.resv.text_wicsum_ratio) == (0.6, 0.2)
     assert (cfg.dre.hcu.lanes, cfg.dre.wtu.lanes, cfg.system.cores, cfg.system.clock_mhz) == (16, 16, 8, 800.0)
     assert (cfg.model.layers, cfg.model.query_heads, cfg.model.kv_heads, cfg.model.head_dim) == (32, 32, 8, 128)
     # the DRE memories of paper Fig. 10: 128 B + 4 KB + 8 KB + 8 KB = 20.125 KB

@@ -136,7 +136,7 @@ class ReSVConfig(_Section):
     hash_bits: int = param(32, "N_hp: random hyperplanes = hash code width in bits.", min=2, max=1024)
     hamming_threshold: int = param(
         7, "Th_hd: a token joins a cluster whose Hamming distance is strictly below this value.", min=0)
-    wicsum_ratio: float = param(0.1, "Th_r-wics of frame steps: select clusters until the weighted sum exceeds "
+    wicsum_ratio: float = param(0.6, "Th_r-wics of frame steps: select clusters until the weighted sum exceeds "
                                 "ratio x total.", min=0.0, max=1.0)
     text_wicsum_ratio: float = param(0.2, "Th_r-wics of question and answer steps (the WTU's ratio input is set per "
                                      "job).", min=0.0, max=1.0)
@@ -237,7 +237,7 @@ class WTUConfig(_Section):
     exp_mantissa_bits: int = param(8, "exp2: bits of each LUT value (the weight mantissa).", min=2, max=24)
     refine_passes: int = param(1, "exp2: passes that split the exit bin into refine_bins sub-bins.", min=0, max=8)
     refine_bins: int = param(16, "exp2: sub-bins per refinement pass (power of two).", min=2, max=256)
-    pipeline_stages: int = param(6, "exp2: register stages of the WTU lane datapath between the memory-capture "
+    pipeline_stages: int = param(7, "exp2: register stages of the WTU lane datapath between the memory-capture "
                                  "register and the bin accumulators (fmax vs cycles per pass).", min=1, max=7)
     exit_fill: Literal["bucket", "greedy"] = param(
         "bucket", "exp2: take the final (sub-)bin whole (bucket), or its clusters in index order until the sum "
