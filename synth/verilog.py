@@ -169,23 +169,12 @@ def _too_wide_inside(component: str, cfg):
         f"(docs/decisions.md).") from None
 
 
-def _discard(design, seen=None) -> None:
-    """Mark a design that will not be converted, and the blocks its constructor built, as deliberately unused
-    (Amaranth's per-object ``_MustUse__silence`` flag), so that dropping it prints no ``UnusedElaboratable``
-    warning beside the error."""
-    from amaranth.hdl import Elaboratable
+def _discard(design) -> None:
+    """Mark a design that will not be converted, and the blocks its constructor built, as deliberately unused, so
+    that dropping it prints no ``UnusedElaboratable`` warning beside the error."""
+    from vrex.hdl.unused import silence_unused
 
-    seen = set() if seen is None else seen
-    if id(design) in seen:
-        return
-    seen.add(id(design))
-    if isinstance(design, Elaboratable):
-        design._MustUse__silence = True
-    children = design.values() if isinstance(design, dict) else design if isinstance(design, (list, tuple)) else \
-        vars(design).values() if isinstance(design, Elaboratable) else ()
-    for child in children:
-        if isinstance(child, (Elaboratable, dict, list, tuple)):
-            _discard(child, seen)
+    silence_unused(design)
 
 
 def emit(component: str, cfg, out_dir: str | os.PathLike | None = None, *, force: bool = False) -> Emitted:

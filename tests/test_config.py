@@ -109,7 +109,7 @@ def test_overrides_validate():
 def test_derived_widths():
     w = load_config("edge").dre.wtu
     assert (w.product_bits, w.acc_bits) == (32, 44)
-    assert load_config("edge").ratio_fixed == round(0.1 * 65536)
+    assert load_config("edge").ratio_fixed == round(0.6 * 65536)
 
 
 EXP2 = "resv:\n  score_transform: exp2\ndre:\n  wtu:\n    mode: histogram\n"

@@ -16,6 +16,7 @@ from amaranth.lib.wiring import In, Out
 from ..dre import DRE
 from ..kvmu.axi import axi4_signature, connect_port, drive_constants
 from ..lxe.lxe import LXE
+from ..unused import silence_unused
 from .geometry import CoreGeometry
 from .sequencer import Sequencer
 
@@ -57,7 +58,7 @@ class Core(wiring.Component):
         if external:
             for name, sub in self._subs.items():
                 members[name] = In(sub.signature)
-                sub._MustUse__silence = True      # built for its signature only: the glue leaves it out
+                silence_unused(sub)               # built for its signature only: the glue leaves it out
         super().__init__(members)
 
     @classmethod
