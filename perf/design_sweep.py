@@ -115,6 +115,15 @@ def _axis_overrides(axis: str, value) -> dict:
     return {axis: value}
 
 
+def without_measured_axes(spec: SweepSpec, measured) -> SweepSpec:
+    """``spec`` without the ratio axes that measured ReSV ratios (``--golden-json``) replace, for the results
+    document, which runs the built-in sweep on whatever inputs it is given."""
+    if measured is None:
+        return spec
+    grid = {a: v for a, v in spec.grid.items() if not (a in _RATIO_AXES and measured.points("resv", _RATIO_AXES[a]))}
+    return dataclasses.replace(spec, grid=grid) if grid else spec
+
+
 def _check_axes(spec: SweepSpec, base, measured) -> None:
     """Every axis value must be acceptable on its own; a ratio axis is meaningless beside measured ratios."""
     base = base.with_overrides({"perf.kv_sizes": [spec.kv], "perf.batches": [min(spec.batches)]})

@@ -19,7 +19,7 @@ from vrex.config import load_config
 from vrex.paths import git_revision
 
 from .closure import Gap, metric, plausibility, solve
-from .design_sweep import describe_point, design_choices, load_sweep_spec, run_design_sweep
+from .design_sweep import describe_point, design_choices, load_sweep_spec, run_design_sweep, without_measured_axes
 from .memory import window_tier
 from .model import simulate_step
 from .paper import PAPER
@@ -228,7 +228,7 @@ def build_results(measured=None, figures=None, *, strict: bool = False) -> str:
     bases = {"edge": edge, "server": server}
     calib = calibrate(bases)
     val = validate(bases)
-    spec = load_sweep_spec("edge-40k")
+    spec = without_measured_axes(load_sweep_spec("edge-40k"), measured)
     sweep = run_design_sweep(spec, edge, measured, figures)
     choices = design_choices(sweep["rows"], edge, spec)
     tiers = _tier_rows(ev_e)
