@@ -9,7 +9,7 @@ from test_wtu import rejected_jobs
 from vrex.config import load_config
 from vrex.hdl.wtu import WTU
 from vrex.sim.amaranth_run import run_amaranth
-from vrex.sim.cases import WTU_CASES
+from vrex.sim.cases import LINEAR, WTU_CASES
 from vrex.sim.runner import run_cocotb
 from vrex.sim.wtu import bench_params, corner_jobs, make_bench, model_schedule, random_wtu_jobs
 from vrex.synth.generic import generic_figures, structural_check
@@ -110,7 +110,8 @@ def test_generic_figures_hold_the_memories():
 @pytest.mark.parametrize("simulator", simulators())
 @pytest.mark.parametrize("mode", ["early_exit", "histogram", "topk"])
 def test_cocotb_edge_modes_long(mode, simulator, work_dir):
-    cfg = load_config("edge").with_overrides({"dre.wtu.mode": mode})
+    # early exit walks linear (shift_min) weights; the edge rule (exp2) runs on the histogram and top-k datapaths
+    cfg = load_config("edge").with_overrides(LINEAR if mode == "early_exit" else {"dre.wtu.mode": mode})
     jobs = random_wtu_jobs(cfg, 1500, seed=31) + list(corner_jobs(cfg).values()) + rejected_jobs(cfg)
     bench = make_bench(cfg, jobs=jobs, p_valid=0.6, p_ready=0.5, seed=31)
     result = run_cocotb(emit("wtu", cfg), bench, simulator, work_dir)
