@@ -32,6 +32,13 @@ class Exp2JobSelection:
     bound_shift: torch.Tensor
     all_selected: torch.Tensor   # bool (R,)
 
+    @classmethod
+    def empty(cls, rows: int, passes: int) -> "Exp2JobSelection":
+        """The selection of ``rows`` rows over no clusters (``passes`` refinement-walk columns)."""
+        z = torch.zeros(rows, dtype=torch.int64)
+        return cls(torch.zeros(rows, 0, dtype=torch.bool), z, z, z, z, z, z,
+                   torch.zeros(rows, passes, dtype=torch.int64), z, z, torch.zeros(rows, dtype=torch.bool))
+
     @property
     def buckets_walked(self) -> torch.Tensor:
         return self.bins_walked
@@ -70,9 +77,7 @@ def select_rows_exp2(scores: torch.Tensor, counts: torch.Tensor, *, ratio_q: int
     R, N = scores.shape
     z = torch.zeros(R, dtype=torch.int64)
     if N == 0:
-        return Exp2JobSelection(torch.zeros(R, 0, dtype=torch.bool), z, z, z, z, z, z,
-                                torch.zeros(R, p.refine_passes, dtype=torch.int64), z, z,
-                                torch.zeros(R, dtype=torch.bool))
+        return Exp2JobSelection.empty(R, p.refine_passes)
     S, o, K, D = p.bin_shift, p.octave_shift, p.buckets, p.digit_bits
     top, idx, inside, term = exp2_terms(scores, counts, p)
     masses = torch.zeros(R, K, dtype=torch.int64).scatter_add_(1, torch.where(inside, idx, 0), term)
@@ -134,8 +139,7 @@ def select_rows_exp2_exact(scores: torch.Tensor, counts: torch.Tensor, *, ratio_
     z = torch.zeros(R, dtype=torch.int64)
     zw = torch.zeros(R, 0, dtype=torch.int64)
     if N == 0:
-        return Exp2JobSelection(torch.zeros(R, 0, dtype=torch.bool), z, z, z, z, z, z, zw, z, z,
-                                torch.zeros(R, dtype=torch.bool))
+        return Exp2JobSelection.empty(R, 0)
     top, idx, inside, term = exp2_terms(scores, counts, p)
     vals = term >> torch.where(inside, idx << p.octave_shift, 0)
     total = vals.sum(1)

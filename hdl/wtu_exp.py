@@ -357,6 +357,22 @@ class ExpWTU(wiring.Component):
                     m.d.sync += timer.eq(0)
                     m.next = next_state
 
+        def refine_or_mask(refine):
+            """After a pass: another refinement pass over the exit bin while ``refine`` holds (``None``: never),
+            else the masking pass."""
+            def to_mask():
+                m.d.sync += start_pass(_Phase.MASK) + [sel_count.eq(0)]
+                m.next = "MASK"
+            if refine is None:
+                to_mask()
+                return
+            with m.If(refine):
+                m.d.sync += start_pass(_Phase.REFINE)
+                m.d.comb += acc_clear.eq(1)
+                m.next = "REFINE"
+            with m.Else():
+                to_mask()
+
         m.d.comb += acc_clear.eq(0)
         m.d.sync += count_wr.en.eq(0)             # a count write lasts one cycle (set again in COUNTS)
         with m.FSM(init="COUNTS") as fsm:
@@ -393,17 +409,7 @@ class ExpWTU(wiring.Component):
                 with m.If(timer == lat["pass"] + lat["fin"]):
                     m.d.sync += [sel_all.eq(all_r), lvl.eq(0), walked.eq(Mux(all_r, 0, e_r + 1)),
                                  low.eq((top_run - e_r).as_signed() << S), tcmp.eq(tloc)]
-                    if PASSES:
-                        with m.If(~all_r & (hit_cnt >= 2)):
-                            m.d.sync += start_pass(_Phase.REFINE)
-                            m.d.comb += acc_clear.eq(1)
-                            m.next = "REFINE"
-                        with m.Else():
-                            m.d.sync += start_pass(_Phase.MASK) + [sel_count.eq(0)]
-                            m.next = "MASK"
-                    else:
-                        m.d.sync += start_pass(_Phase.MASK) + [sel_count.eq(0)]
-                        m.next = "MASK"
+                    refine_or_mask(~all_r & (hit_cnt >= 2) if PASSES else None)
 
             if PASSES:
                 with m.State("REFINE"):
@@ -416,13 +422,7 @@ class ExpWTU(wiring.Component):
                         step = Array(steps)[lvl] if len(levels) > 1 else steps[0]
                         m.d.sync += [lvl.eq(lvl + 1), low.eq(low + step),
                                      tcmp.eq(tcmp - before)]
-                        with m.If((lvl + 1 < PASSES) & (hit_cnt >= 2)):
-                            m.d.sync += start_pass(_Phase.REFINE)
-                            m.d.comb += acc_clear.eq(1)
-                            m.next = "REFINE"
-                        with m.Else():
-                            m.d.sync += start_pass(_Phase.MASK) + [sel_count.eq(0)]
-                            m.next = "MASK"
+                        refine_or_mask((lvl + 1 < PASSES) & (hit_cnt >= 2))
 
             with m.State("MASK"):
                 issue_words("MASK_END")

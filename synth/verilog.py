@@ -145,9 +145,10 @@ def _convert(component: str, dut, top: str, cfg) -> str:
 
 
 def _dpe_operand_bits(cfg) -> int:
-    """Bits of one DPE operand beat: ``dpe_trees`` weight vectors, the broadcast vector, first / last."""
-    lxe = cfg.lxe
-    return lxe.dpe_trees * lxe.dpe_inputs * 16 + lxe.dpe_inputs * 16 + 2
+    """Bits of one DPE operand beat (its stream's payload layout: weights, broadcast vector, first / last)."""
+    from vrex.hdl.lxe.dpe import dpe_input_layout
+
+    return dpe_input_layout(cfg.lxe.dpe_trees, cfg.lxe.dpe_inputs).size
 
 
 def _holds_lxe(component: str, cfg) -> bool:

@@ -51,6 +51,15 @@ class HctDma:
             m.d.sync += self.error.eq(0)
         m.d.sync += self.done.eq(0)
 
+        def burst_done():
+            """A burst's last response: advance past it; done after the transfer's last burst."""
+            m.d.sync += [left.eq(left - blen), addr.eq(addr + (blen << shift))]
+            with m.If(left == blen):
+                m.d.sync += self.done.eq(1)
+                m.next = "IDLE"
+            with m.Else():
+                m.next = "BURST"
+
         with m.FSM(name="dma"):
             with m.State("IDLE"):
                 m.d.comb += self.req_ready.eq(1)
@@ -77,12 +86,7 @@ class HctDma:
                     with m.If((a.rresp != 0) | (a.rid != 0)):
                         m.d.sync += self.error.eq(1)
                     with m.If(a.rlast):
-                        m.d.sync += [left.eq(left - blen), addr.eq(addr + (blen << shift))]
-                        with m.If(left == blen):
-                            m.d.sync += self.done.eq(1)
-                            m.next = "IDLE"
-                        with m.Else():
-                            m.next = "BURST"
+                        burst_done()
             with m.State("WRITE"):
                 with m.If(a.awready):
                     m.d.sync += a.awvalid.eq(0)
@@ -94,9 +98,4 @@ class HctDma:
                 with m.If(a.bvalid):                  # BREADY is tied high (a B only follows the burst's W beats)
                     with m.If((a.bresp != 0) | (a.bid != 0)):
                         m.d.sync += self.error.eq(1)
-                    m.d.sync += [left.eq(left - blen), addr.eq(addr + (blen << shift))]
-                    with m.If(left == blen):
-                        m.d.sync += self.done.eq(1)
-                        m.next = "IDLE"
-                    with m.Else():
-                        m.next = "BURST"
+                    burst_done()
