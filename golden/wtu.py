@@ -301,15 +301,15 @@ def exp2_latencies(p: ExpParams, pipeline_stages: int, ratio_bits: int) -> dict:
     """Fixed latencies of the exp2 datapath (hdl/wtu_exp.py), in cycles: ``pass`` from a pass's last word to its
     last accumulation (memory and capture registers, the ``pipeline_stages - 1`` optional cuts, the accumulator),
     ``prefix`` the Kogge-Stone levels over the accumulator slots (one per register), ``fin`` / ``walk`` the
-    post-load / post-refinement pipelines (``fin`` includes the ratio product of 2-bit ratio slices and its adder
-    tree; the RTL's ``RATIO_CHUNK``), and
+    post-load / post-refinement pipelines (``fin`` includes the ratio product: a ``ceil(log2(ratio_bits + 1))``-level
+    adder tree whose adds are split into two staggered carry segments, the RTL's ``RATIO_SEGMENTS``), and
     the states they make: ``fin_state`` (after the load), ``walk_state`` (after a refinement pass's words),
     ``mask_tail`` (after the masking pass's words)."""
     cuts = min(pipeline_stages - 1, 6)
     slots = 1 << (max(p.buckets, p.refine_bins) - 1).bit_length()
     prefix = max(1, (slots - 1).bit_length())
-    ratio_levels = (-(-(ratio_bits + 1) // 2) - 1).bit_length()
-    out = {"pass": 3 + cuts, "prefix": prefix, "fin": prefix + ratio_levels + 7, "walk": prefix + 4}
+    ratio_latency = ratio_bits.bit_length() + 1          # tree levels + one cycle of carry stagger
+    out = {"pass": 3 + cuts, "prefix": prefix, "fin": prefix + ratio_latency + 6, "walk": prefix + 4}
     out.update(fin_state=out["pass"] + out["fin"] + 1, walk_state=out["pass"] + out["walk"], mask_tail=2)
     return out
 

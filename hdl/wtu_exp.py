@@ -8,7 +8,7 @@ exp2``.
 
 import math
 
-from amaranth import Array, Cat, Const, Module, Mux, Signal, signed, unsigned
+from amaranth import Array, Cat, Const, Module, Mux, Signal, Value, signed, unsigned
 from amaranth.lib import data, enum, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -16,7 +16,7 @@ from .arith import named, popcount, sum_tree
 from .wtu_lanes import lane_valid, reduce_tree
 from .wtu_layouts import WTUGeometry, wtu_counts_layout, wtu_group_layout, wtu_row_layout, wtu_scores_layout
 
-__all__ = ["ExpWTU", "STAGE_CUTS", "RATIO_CHUNK", "exp_latencies", "accumulator_slots", "exp_lut"]
+__all__ = ["ExpWTU", "STAGE_CUTS", "RATIO_SEGMENTS", "exp_latencies", "accumulator_slots", "exp_lut"]
 
 # Optional register boundaries of the lane datapath, in the order ``pipeline_stages`` adds them: after the multiply,
 # after the per-slot adder trees, after the LUT, between the window mask and the accumulate, after the octave shift,
@@ -24,7 +24,7 @@ __all__ = ["ExpWTU", "STAGE_CUTS", "RATIO_CHUNK", "exp_latencies", "accumulator_
 # then one combinational path into the accumulators).
 STAGE_CUTS = ("mul", "hist", "lut", "merge", "shift", "tree")
 OUT_QUEUE = 3              # entries of each output queue: the beats in flight (memory, capture) plus the visible one
-RATIO_CHUNK = 2            # ratio bits per partial product of total · ratio (one adder per partial product)
+RATIO_SEGMENTS = 2         # staggered carry segments of every add of the ratio product total · ratio
 
 
 class _Phase(enum.Enum, shape=2):
@@ -45,9 +45,8 @@ def exp_latencies(g: WTUGeometry) -> dict:
     cuts = len(STAGE_CUTS[:g.pipeline_stages - 1])
     nacc = accumulator_slots(g)
     prefix = max(1, (nacc - 1).bit_length())
-    chunks = -(-(g.ratio_bits + 1) // RATIO_CHUNK)
-    ratio_levels = (chunks - 1).bit_length()
-    return {"pass": 3 + cuts, "prefix": prefix, "fin": prefix + ratio_levels + 7, "walk": prefix + 4}
+    ratio_latency = (g.ratio_bits).bit_length() + RATIO_SEGMENTS - 1     # ceil(log2(ratio_bits + 1)) levels
+    return {"pass": 3 + cuts, "prefix": prefix, "fin": prefix + ratio_latency + 6, "walk": prefix + 4}
 
 
 def accumulator_slots(g: WTUGeometry) -> int:
@@ -528,29 +527,71 @@ def _rotate(m, name, values, amount, n):
     return cur
 
 
-def _ratio_product(m, total, ratio, ratio_bits, chunk=RATIO_CHUNK):
-    """``total · ratio``: partial products of ``chunk``-bit slices of the ratio, then a registered adder tree (one
-    level per register stage). A partial product is the sum of ``total`` gated by each bit of its slice, shifted
-    (``chunk − 1`` adders of ``total``'s width, mapped with carry lookahead; a ``$mul`` cell of the same product
-    mapped to a ripple chain that limited the WTU's clock)."""
+def _ratio_product(m, total, ratio, ratio_bits):
+    """``total · ratio`` as a registered adder tree over the ``ratio_bits + 1`` gated, shifted copies of ``total``
+    (one tree level per register), each add split into ``RATIO_SEGMENTS`` staggered segments: segment ``s`` of a
+    level adds the segment-``s`` bits of its operands and the carry out of segment ``s − 1``, registered one
+    cycle earlier. No carry crosses more than a segment in one cycle, whatever the mapper makes of the adder
+    (ABC's area recovery rebuilt a one-cycle 54-bit add as a 38-bit carry chain, the WTU's critical path at
+    765 MHz scaled). Segment ``s`` of the leaves is taken from ``s``-cycle delayed copies of ``total`` and
+    ``ratio``; the output's segments are re-aligned at the end.
+
+    Latency: ``ceil(log2(ratio_bits + 1)) + RATIO_SEGMENTS − 1`` cycles (``vrex.golden.wtu.exp2_latencies``)."""
     width = len(total) + ratio_bits + 1
-    parts = []
-    for k in range(0, ratio_bits + 1, chunk):
-        r = Signal(width, name=f"ratio_pp{k}")
-        bits = [(k + j, ratio[k + j]) for j in range(chunk) if k + j < len(ratio)]
-        m.d.sync += r.eq(sum_tree([Mux(bit, total, 0) << shift for shift, bit in bits]))
-        parts.append(r)
+    n = ratio_bits + 1
+    seg = -(-width // RATIO_SEGMENTS)
+    bounds = [(s * seg, min(width, (s + 1) * seg)) for s in range(RATIO_SEGMENTS) if s * seg < width]
+    # delayed copies of the operands: copy s feeds segment s of the leaves
+    # (total's bits from `base` up, ratio): segment s reads no bit of total below its lowest bit minus ratio_bits
+    copies = [(total, ratio, 0)]
+    for s in range(1, len(bounds)):
+        base = max(0, bounds[s][0] - ratio_bits)
+        t_d = Signal(len(total) - base, name=f"ratio_total_d{s}")
+        r_d = Signal.like(ratio, name=f"ratio_ratio_d{s}")
+        t_prev, r_prev, b_prev = copies[-1]
+        m.d.sync += [t_d.eq(t_prev[base - b_prev:]), r_d.eq(r_prev)]
+        copies.append((t_d, r_d, base))
+    terms = []
+    for j in range(n):
+        segs = []
+        for s, (lo, hi) in enumerate(bounds):
+            t_s, r_s, base = copies[s]
+            leaf = Value.cast(Mux(r_s[j], t_s, 0) << (j + base))[lo:hi]
+            segs.append(Cat(leaf, Const(0, hi - lo - len(leaf))) if len(leaf) < hi - lo else leaf)
+        terms.append(segs)
     level = 0
-    while len(parts) > 1:
+    while len(terms) > 1:
         nxt = []
-        for i in range(0, len(parts) - 1, 2):
-            r = Signal(width, name=f"ratio_sum{level}_{i}")
-            m.d.sync += r.eq(parts[i] + parts[i + 1])
-            nxt.append(r)
-        if len(parts) % 2:
-            nxt.append(parts[-1])
-        parts, level = nxt, level + 1
-    return parts[0]
+        for i in range(0, len(terms), 2):
+            out = []
+            if i + 1 == len(terms):                # the odd term passes through a register per segment
+                for s, v in enumerate(terms[i]):
+                    r = Signal(len(v), name=f"ratio_l{level}_{i}_s{s}")
+                    m.d.sync += r.eq(v)
+                    out.append(r)
+                nxt.append(out)
+                continue
+            carry = Const(0, 1)
+            for s, (a, b) in enumerate(zip(terms[i], terms[i + 1])):
+                r = Signal(len(a), name=f"ratio_l{level}_{i}_s{s}")
+                total_s = a + b + carry
+                m.d.sync += r.eq(total_s[:len(a)])
+                if s + 1 < len(bounds):
+                    c = Signal(name=f"ratio_l{level}_{i}_c{s}")
+                    m.d.sync += c.eq(total_s[len(a)])
+                    carry = c
+                out.append(r)
+            nxt.append(out)
+        terms, level = nxt, level + 1
+    segs = terms[0]
+    aligned = []
+    for s, v in enumerate(segs):                   # segment s is ready s cycles after segment 0
+        for d in range(len(segs) - 1 - s):
+            r = Signal(len(v), name=f"ratio_out_s{s}_d{d}")
+            m.d.sync += r.eq(v)
+            v = r
+        aligned.append(v)
+    return Cat(*aligned)
 
 
 def _prefix_pipeline(m, values, width):
