@@ -541,8 +541,8 @@ def _ratio_product(m, total, ratio, ratio_bits):
     n = ratio_bits + 1
     seg = -(-width // RATIO_SEGMENTS)
     bounds = [(s * seg, min(width, (s + 1) * seg)) for s in range(RATIO_SEGMENTS) if s * seg < width]
-    # delayed copies of the operands: copy s feeds segment s of the leaves
-    # (total's bits from `base` up, ratio): segment s reads no bit of total below its lowest bit minus ratio_bits
+    # copy s of the operands, s cycles late, feeds segment s of the leaves: (total's bits from `base` up, ratio,
+    # base); segment s reads no bit of total below its lowest bit minus ratio_bits
     copies = [(total, ratio, 0)]
     for s in range(1, len(bounds)):
         base = max(0, bounds[s][0] - ratio_bits)

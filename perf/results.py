@@ -204,17 +204,19 @@ def _verdict(ev_e, closure_e) -> list[str]:
         if closure_e["capacity"].get(10240) is None:
             r10, r20 = closure_e["ratio"].get(10240), closure_e["ratio"].get(20480)
             w10 = st.get("frame at 10K, window only", {}).get("ours_ms")
+            if r10 is not None and r20 is not None:
+                ratios = (" With only the window resident the ReSV ratio that meets each point falls with the cache "
+                          f"({r10:.2f} at 10K, {r20:.2f} at 20K): the paper calibrates its ratios per size, and the "
+                          "real-LLM fit (`--golden-json` at several lengths) is the measurement that decides it.")
+            else:
+                missing = ("either point" if r10 is None and r20 is None else
+                           f"the {'10K' if r10 is None else '20K'} point ({r20 if r10 is None else r10:.2f} "
+                           "reproduces the other)")
+                ratios = (" With only the window resident no ReSV ratio in the searched range reproduces the "
+                          f"paper's time at {missing}.")
             L.append("3. **10K–20K**: the paper stays at 198–200 ms while the cache doubles. No capacity meets 198 ms at "
                      f"10K (even with only the window resident the frame takes {_f(w10, '{:.0f}')} ms: the transfer "
-                     "hides behind compute), and a fixed capacity cannot give a plateau."
-                     + (" With only the window resident the ReSV ratio that meets each point falls "
-                        f"with the cache ({_f(r10, '{:.2f}')} at 10K, {_f(r20, '{:.2f}')} at 20K): the paper calibrates "
-                        "its ratios per size, and the real-LLM fit (`--golden-json` at several lengths) is the "
-                        "measurement that decides it." if r10 is not None and r20 is not None else
-                        " With only the window resident no ReSV ratio in the searched range reproduces the paper's time at "
-                        + ("either point" if r10 is None and r20 is None else
-                           f"the {'10K' if r10 is None else '20K'} point "
-                           f"({_f(r20 if r10 is None else r10, '{:.2f}')} reproduces the other)") + ".") +
+                     "hides behind compute), and a fixed capacity cannot give a plateau." + ratios +
                      " A fixed per-layer storage latency once KV is offloaded would also "
                      "make a plateau; the model has none.")
     return L
@@ -433,9 +435,10 @@ def build_results(measured=None, figures=None, *, strict: bool = False) -> str:
     L.append("")
     best = choices.get("cheapest_at_fps")
     fast = choices.get("fastest_within_power")
-    L.append(f"- **≥ {choices.get('target_fps')} FPS at 40K, V-Rex8-class (204.8 GB/s, 8 cores, "
-             f"{'measured ratios' if measured is not None else 'Table II ratio'}, no reuse)**: {choices.get('meets_fps')} of the {choices.get('design_points')} hardware variants at batch "
-             "1; the cheapest: " + (describe_point(best) if best else "none") + ".")
+    ratio_source = "measured ratios" if measured is not None else "Table II ratio"
+    L.append(f"- **≥ {choices.get('target_fps')} FPS at 40K, V-Rex8-class (204.8 GB/s, 8 cores, {ratio_source}, "
+             f"no reuse)**: {choices.get('meets_fps')} of the {choices.get('design_points')} hardware variants at "
+             "batch 1; the cheapest: " + (describe_point(best) if best else "none") + ".")
     L.append(f"- **Best FPS within the paper's {choices.get('power_budget_w')} W** (any batch, same class): "
              + (describe_point(fast) if fast else "none") + ".")
     L.append("")
