@@ -110,8 +110,9 @@ def top_input_bits(dut) -> dict[str, int]:
 
 def check_top_width(component: str, dut, cfg) -> None:
     """Raise :class:`~vrex.errors.UsageError` (one sentence) when the top of ``dut`` has more input bits than
-    Amaranth can convert (:data:`TOP_INPUT_BITS_LIMIT`, clock and reset counted): the edge DPE's operand stream
-    alone is ``dpe_trees × dpe_inputs × 16`` bits (docs/decisions.md, "flat tops on edge")."""
+    Amaranth can convert (:data:`TOP_INPUT_BITS_LIMIT`, clock and reset counted): the DPE's input stream is
+    ``dpe_load_trees × dpe_inputs × 16`` bits wide, so a very wide load port does not fit (docs/decisions.md,
+    "Weight-stationary DPE")."""
     widths = top_input_bits(dut)
     total = sum(widths.values()) + 2
     if total <= TOP_INPUT_BITS_LIMIT:
@@ -123,15 +124,14 @@ def check_top_width(component: str, dut, cfg) -> None:
         f"component {component} (config {cfg.name}, hash {cfg.hash()}) has {total} top-level input bits (clock and "
         f"reset included; the widest port is {widest}, {widths[widest]} bits), more than the {TOP_INPUT_BITS_LIMIT} "
         f"an Amaranth netlist can hold, so it cannot be emitted as one flat Verilog top (nor measured by the "
-        f"hierarchical figures flow, whose glue takes the same operand stream): emit its MAC trees alone "
-        f"(--component mac_tree, the DPE holds lxe.dpe_trees = {lxe.dpe_trees} of them), or use a config with "
-        f"smaller lxe.dpe_trees / lxe.dpe_inputs (the DPE's operand stream is {lxe.dpe_trees} × {lxe.dpe_inputs} × "
-        f"16 bits); a weight-stationary DPE is the follow-up (docs/decisions.md).")
+        f"hierarchical figures flow, whose glue takes the same streams): emit its MAC trees alone "
+        f"(--component mac_tree), or use a config with a smaller lxe.dpe_load_trees (a load beat is "
+        f"{lxe.dpe_load_trees} trees × lxe.dpe_inputs = {lxe.dpe_inputs} × 16 bits).")
 
 
 def _convert(component: str, dut, top: str, cfg) -> str:
     """``amaranth.back.verilog.convert``; a value wider than Amaranth's netlist holds *inside* the design (its top
-    fits: the core's internal DPE operand stream on edge) fails Amaranth's own assertion, turned here into the same
+    fits: the DPE's input stream inside the core, with a very wide load port) fails Amaranth's own assertion, turned here into the same
     one-sentence error as :func:`check_top_width`."""
     import traceback
 
@@ -144,15 +144,16 @@ def _convert(component: str, dut, top: str, cfg) -> str:
     _too_wide_inside(component, cfg)
 
 
-def _dpe_operand_bits(cfg) -> int:
-    """Bits of one DPE operand beat (its stream's payload layout: weights, broadcast vector, first / last)."""
+def _dpe_input_bits(cfg) -> int:
+    """Bits of one beat of the DPE's input stream (a load beat is the widest: lxe.dpe_load_trees words)."""
     from vrex.hdl.lxe.dpe import dpe_input_layout
 
-    return dpe_input_layout(cfg.lxe.dpe_trees, cfg.lxe.dpe_inputs).size
+    x = cfg.lxe
+    return dpe_input_layout(x.dpe_trees, x.dpe_inputs, x.dpe_weight_words, x.dpe_load_trees).size
 
 
 def _holds_lxe(component: str, cfg) -> bool:
-    """Whether ``component`` contains the LXE among its (transitive) hierarchical parts, so its DPE's operand stream
+    """Whether ``component`` contains the LXE among its (transitive) hierarchical parts, so its DPE's input stream
     is an internal value whatever its own ports are."""
     parts = get_component(component).parts
     return bool(parts) and any(p == "lxe" or _holds_lxe(p, cfg) for p in parts(cfg))
@@ -160,14 +161,12 @@ def _holds_lxe(component: str, cfg) -> bool:
 
 def _too_wide_inside(component: str, cfg):
     lxe = cfg.lxe
-    operand = _dpe_operand_bits(cfg)
     raise UsageError(
-        f"component {component} (config {cfg.name}, hash {cfg.hash()}) has {operand} bits in one value inside (the "
-        f"DPE's operand stream, lxe.dpe_trees × lxe.dpe_inputs × 16 bits and the broadcast vector), more than the "
-        f"{TOP_INPUT_BITS_LIMIT} an Amaranth netlist can hold, so it cannot be emitted as Verilog: emit its MAC "
-        f"trees alone (--component mac_tree, the DPE holds lxe.dpe_trees = {lxe.dpe_trees} of them), or use a "
-        f"config with smaller lxe.dpe_trees / lxe.dpe_inputs; a weight-stationary DPE is the follow-up "
-        f"(docs/decisions.md).") from None
+        f"component {component} (config {cfg.name}, hash {cfg.hash()}) has {_dpe_input_bits(cfg)} bits in one value "
+        f"inside (the DPE's input stream, whose load beats are lxe.dpe_load_trees = {lxe.dpe_load_trees} trees × "
+        f"lxe.dpe_inputs = {lxe.dpe_inputs} × 16 bits wide), more than the {TOP_INPUT_BITS_LIMIT} an Amaranth "
+        f"netlist can hold, so it cannot be emitted as Verilog: emit its MAC trees alone (--component mac_tree), or "
+        f"use a config with a smaller lxe.dpe_load_trees.") from None
 
 
 def _discard(design) -> None:
@@ -199,7 +198,7 @@ def emit(component: str, cfg, out_dir: str | os.PathLike | None = None, *, force
                 return e
         except json.JSONDecodeError:
             pass
-    if _holds_lxe(component, cfg) and _dpe_operand_bits(cfg) > TOP_INPUT_BITS_LIMIT:
+    if _holds_lxe(component, cfg) and _dpe_input_bits(cfg) > TOP_INPUT_BITS_LIMIT:
         _too_wide_inside(component, cfg)   # found before a minutes-long elaboration of the edge core
     dut = spec.build(cfg)
     check_top_width(component, dut, cfg)   # before anything is written

@@ -167,6 +167,36 @@ def vpe_add_truncates(beats, lanes, **kw):
                 res[k] = dataclasses.replace(res[k], value=_truncate_scaled(v.S, scale, FP32),
                                              bf16=_truncate_scaled(v.S, scale, BF16))
     return out
+def _dpe_model():
+    from vrex.golden.lxe.dpe import DpeModel
+
+    return DpeModel
+
+
+def dpe_load_ignores_mask(**kw):
+    """DPE: a load beat writes every tree of its group, whatever its mask."""
+    class Model(_dpe_model()):
+        def beat(self, b):
+            return super().beat({**b, "mask": (1 << self.load_trees) - 1} if b["load"] else b)
+    return Model(**kw)
+
+
+def dpe_reads_word_zero(**kw):
+    """DPE: a compute beat reads word 0 of the weight memories instead of its addr."""
+    class Model(_dpe_model()):
+        def beat(self, b):
+            return super().beat(b if b["load"] else {**b, "addr": 0})
+    return Model(**kw)
+
+
+def dpe_load_to_wrong_group(**kw):
+    """DPE: a load beat writes the trees of group 0, whatever its group."""
+    class Model(_dpe_model()):
+        def beat(self, b):
+            return super().beat({**b, "group": 0} if b["load"] else b)
+    return Model(**kw)
+
+
 # ---- KVMU golden references (tests/test_kvmu.py): each must make the RTL bench report a mismatch ----------------
 
 from vrex.golden.kvmu import Burst, Coalescer, KVMUModel, legalise as _legalise  # noqa: E402

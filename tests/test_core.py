@@ -84,6 +84,7 @@ def test_retrieval_path_cycles_per_step_add_up():
     ({"resv.score_transform": "exp"}, "resv.score_transform"),
     ({"resv.cluster_text_tokens": False}, "resv.cluster_text_tokens"),
     ({"lxe.vpe_lanes": 2}, "lxe.vpe_lanes"),
+    ({"lxe.dpe_weight_words": 1}, "lxe.dpe_weight_words"),
 ])
 def test_configs_the_core_does_not_cover_are_rejected_with_the_key(override, key):
     from vrex.errors import ConfigError

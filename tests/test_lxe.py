@@ -85,6 +85,13 @@ def test_mac_tree_catches_mutants(mutant):
     assert "mismatching transaction" in run_amaranth(MacTree.from_config(cfg), bench).report(bench)
 
 
+@pytest.mark.parametrize("mutant", ["dpe_load_ignores_mask", "dpe_reads_word_zero", "dpe_load_to_wrong_group"])
+def test_dpe_catches_mutants(mutant):
+    cfg = BY_ID["lxe-tiny"].config()
+    bench = dpe_bench.make_bench(cfg, n=60, seed=8, model=getattr(mutants, mutant))
+    assert "mismatching transaction" in run_amaranth(DPE.from_config(cfg), bench).report(bench)
+
+
 def test_vpe_catches_a_truncating_add():
     cfg = BY_ID["lxe-tiny"].config()
     bench = vpe_bench.make_bench(cfg, n=100, seed=9, reference=mutants.vpe_add_truncates, ops=("add",))
@@ -100,33 +107,37 @@ def test_latency_attribute_is_what_the_bench_measures(case):
     tree = tree_bench.measure_cycles(cfg)
     assert tree["latency_cycles"] == mac_latency(cfg.lxe.mac_cuts) == len(cfg.lxe.mac_cuts) + 3
     assert tree["beats_per_cycle"] == 1.0
+    dpe = dpe_bench.measure_cycles(cfg)
+    assert dpe["latency_cycles"] == tree["latency_cycles"] + 1 and dpe["beats_per_cycle"] == 1.0
     vpe = vpe_bench.measure_cycles(cfg)
     assert vpe["latency_cycles"] == VpeLane.LATENCY and vpe["beats_per_cycle"] == 1.0
-    assert 0 < tree["dpe_efficiency"] <= 1 and 0 < vpe["vpe_efficiency"] <= 1
+    assert 0 < dpe["dpe_efficiency"] <= 1 and 0 < vpe["vpe_efficiency"] <= 1
 
 
 def test_utilisation_model_matches_a_dpe_simulation():
-    """A small matmul on the DPE in amaranth.sim takes exactly the cycles the utilisation model gives."""
-    from vrex.sim.lxe.utilisation import matmul_cycles
+    """A small matmul on the DPE in amaranth.sim, scheduled weight-stationary (a column tile's weights loaded once,
+    every row streamed against them, K longer than the weight memory split into chunks), is bit-exact with the
+    golden DPE and takes exactly the cycles the utilisation model gives."""
+    import random
+
+    from vrex.hdl.lxe.dpe import dpe_latency
+    from vrex.sim.lxe.operands import random_dot
+    from vrex.sim.lxe.utilisation import matmul_cycles, partial_sum_chunks
 
     cfg = BY_ID["lxe-tiny"].config()
     x = cfg.lxe
-    M, K, N = 5, 3 * x.dpe_inputs - 2, 2 * x.dpe_trees
-    import random
-
-    from vrex.sim.lxe.operands import random_dot
-
+    M, K, N = 5, 5 * x.dpe_inputs - 2, 2 * x.dpe_trees + 1      # two chunks of K, a last tile of one column
+    assert partial_sum_chunks(cfg, K) == 2 and x.dpe_load_trees > 1
     rng = random.Random(1)
-    dots = [(random_dot(rng, K, "clean")[0], random_dot(rng, K, "clean")[1]) for _ in range(M * N)]
-    passes = [(dots[i * x.dpe_trees][0], [d[1] for d in dots[i * x.dpe_trees:(i + 1) * x.dpe_trees]])
-              for i in range(M * N // x.dpe_trees)]
-    flat = [(vec, w) for vec, ws in passes for w in ws]
-    bench = dpe_bench.make_bench(cfg, jobs=flat, p_valid=1.0, p_ready=1.0)
+    rows = [random_dot(rng, K, "clean")[0] for _ in range(M)]
+    columns = [random_dot(rng, K, "clean")[1] for _ in range(N)]
+    bench = dpe_bench.matmul_bench(cfg, rows, columns)
+    assert len(bench.expected["o"]) == M * 3 * 2
     result = run_amaranth(DPE.from_config(cfg), bench)
     check(result, bench)
     first_in, last_out = result.handshake_cycles["in:i"][0], result.handshake_cycles["o"][-1]
     assert last_out - first_in == matmul_cycles(M, K, N, trees=x.dpe_trees, inputs=x.dpe_inputs,
-                                                latency=mac_latency(x.mac_cuts)) - 1
+                                                latency=dpe_latency(x.mac_cuts), load_trees=x.dpe_load_trees) - 1
 
 
 # ---- cocotb on the generated Verilog ------------------------------------------------------------------------------
@@ -203,6 +214,9 @@ def test_amaranth_soak_every_case(case):
     ("lxe: {sram_kib: 384, sram_banks: 7}", "does not divide into lxe.sram_banks (7) banks"),
     ("lxe: {vpe_lanes: 48}", "lxe.vpe_lanes = 48: x lxe.vpe_units (1) lanes must divide model.head_dim (128)"),
     ("lxe: {acc_headroom_bits: 5}", "lxe.acc_headroom_bits = 5: must be ≥ 8"),
+    ("lxe: {dpe_load_trees: 24}", "lxe.dpe_load_trees = 24: must divide lxe.dpe_trees (64): a load beat writes one "
+                                  "whole group of trees."),
+    ("lxe: {dpe_weight_words: 0}", "lxe.dpe_weight_words = 0: must be ≥ 1."),
 ])
 def test_bad_lxe_configs_are_rejected_in_one_sentence(tmp_path, text, message):
     err = config_error(tmp_path, text)

@@ -366,6 +366,12 @@ class LXEConfig(_Section):
 
     dpe_trees: int = param(64, "N_DPE-h: BF16 MAC trees.", min=1)
     dpe_inputs: int = param(64, "N_DPE-w: inputs per MAC tree.", min=1)
+    dpe_weight_words: int = param(
+        8, "Stationary weight words per MAC tree (each dpe_inputs BF16): a dot product of up to this many beats runs "
+           "against stored weights; a longer one is split into partial sums that the VPE adds.", min=1, max=4096)
+    dpe_load_trees: int = param(
+        16, "Trees whose weight word one DPE load beat writes: the load port is dpe_load_trees x dpe_inputs BF16 "
+            "wide (the compute operand is one vector); must divide dpe_trees.", min=1)
     vpe_units: int = param(1, "N_VPE-h: vector units.", min=1)
     vpe_lanes: int = param(64, "N_VPE-w: lanes per vector unit.", min=1)
     sram_kib: int = param(384, "On-chip LXE memory (KiB).", min=1)
@@ -388,6 +394,9 @@ class LXEConfig(_Section):
         n = self.dpe_inputs
         if n < 2 or n & (n - 1):
             _fail("lxe.dpe_inputs", n, "must be a power of two ≥ 2 (each MAC tree is a balanced binary tree).")
+        if self.dpe_trees % self.dpe_load_trees:
+            _fail("lxe.dpe_load_trees", self.dpe_load_trees,
+                  f"must divide lxe.dpe_trees ({self.dpe_trees}): a load beat writes one whole group of trees.")
         depth = 2 * (n.bit_length() - 1) + 2
         for c in self.mac_cuts:
             if c > depth:

@@ -117,6 +117,9 @@ class CoreGeometry:
             ("model.kv_bytes", m.kv_bytes, m.kv_bytes == 2, "must be 2 for the core: its KV records are BF16."),
             ("model.head_dim", m.head_dim, m.head_dim % x.dpe_inputs == 0,
              f"must be a multiple of lxe.dpe_inputs ({x.dpe_inputs}) for the core: a head vector is whole DPE beats."),
+            ("lxe.dpe_weight_words", x.dpe_weight_words, x.dpe_weight_words * x.dpe_inputs >= m.head_dim,
+             f"must be ≥ {-(-m.head_dim // x.dpe_inputs)} for the core: a MAC tree holds one whole head vector "
+             f"(model.head_dim {m.head_dim} / lxe.dpe_inputs {x.dpe_inputs}) as its stationary operand."),
             ("lxe.sram_word_bits", x.sram_word_bits, x.sram_banks * x.sram_word_bits == 16 * x.dpe_inputs,
              f"x lxe.sram_banks ({x.sram_banks}) must be 16 x lxe.dpe_inputs ({16 * x.dpe_inputs}) bits for the "
              "core: one SRAM line is one DPE beat."),

@@ -212,9 +212,10 @@ def build_fsm(seq, m, s):
             with m.Elif(real):
                 with m.If(sram_read(plane_base + idx, WBUF, b=idx % B, i=idx // B)):
                     m.d.sync += idx.eq(idx + 1)
-            with m.Elif(s.sram_idle):
-                m.d.comb += [s.wb_w.addr.eq(idx % B), s.wb_w.data.eq(0), s.wb_w.en.eq(onehot(idx // B, T))]
-                m.d.sync += idx.eq(idx + 1)
+            with m.Elif(s.sram_idle):      # the trees beyond the hash bits get zero weights
+                m.d.comb += [s.ld_valid.eq(1), s.ld_addr.eq(idx % B), s.ld_tree.eq(idx // B), s.ld_data.eq(0)]
+                with m.If(s.ld_taken):
+                    m.d.sync += idx.eq(idx + 1)
         with state("H_STREAM"):
             m.d.comb += s.busy.eq(1)
             with m.If(sram_read(kaddr + bi, DPE, b=bi, first=bi == 0, last=bi == B - 1)):
@@ -486,7 +487,7 @@ def build_fsm(seq, m, s):
                     m.d.sync += [gi_.eq(0), ci.eq(0), s.w_base.eq(cmd.scratch), s.w_gbase.eq(cmd.scratch),
                                  s.w_r.eq(0), s.sub.eq(0), s.mode.eq(M_SCORE), wi.eq(0), s.gcount.eq(0)]
                     m.next = "S_WL"
-        with state("S_WL"):            # the operand buffer: tree wi gets candidate ci's mean key (or zeros)
+        with state("S_WL"):            # the DPE's weights: tree wi gets candidate ci's mean key (or zeros)
             m.d.comb += s.busy.eq(1)
             with m.If(wi == T):
                 m.d.sync += [r_i.eq(0), bi.eq(0), qj.eq(0), jB.eq(0), vbase.eq(cmd.queries + s.h * g.group * B)]
@@ -505,9 +506,9 @@ def build_fsm(seq, m, s):
         for name in ("S_WL_DMA", "S_WL_DRAIN"):
             with state(name):
                 m.d.comb += s.busy.eq(1)
-                with m.If(s.r_mean_in.o_valid):
-                    m.d.comb += [s.wb_w.addr.eq(wbb), s.wb_w.data.eq(s.r_mean_in.o_data.replicate(T)),
-                                 s.wb_w.en.eq(onehot(wi, T))]
+                m.d.comb += [s.ld_valid.eq(s.r_mean_in.o_valid), s.ld_addr.eq(wbb), s.ld_tree.eq(wi),
+                             s.ld_data.eq(s.r_mean_in.o_data)]
+                with m.If(s.ld_taken):
                     m.d.sync += wbb.eq(wbb + 1)
                 if name == "S_WL_DMA":
                     with m.If(dma_op(0, mean_addr(cid), Bm, s.D_MEAN_IN)):
@@ -517,11 +518,12 @@ def build_fsm(seq, m, s):
                         m.d.sync += [wi.eq(wi + 1), ci.eq(ci + 1)]
                         m.next = "S_WL"
         with state("S_WL_ZERO"):
-            m.d.comb += [s.busy.eq(1), s.wb_w.addr.eq(wbb), s.wb_w.data.eq(0), s.wb_w.en.eq(onehot(wi, T))]
-            m.d.sync += wbb.eq(wbb + 1)
-            with m.If(wbb == B - 1):
-                m.d.sync += [wi.eq(wi + 1), ci.eq(ci + 1)]
-                m.next = "S_WL"
+            m.d.comb += [s.busy.eq(1), s.ld_valid.eq(1), s.ld_addr.eq(wbb), s.ld_tree.eq(wi), s.ld_data.eq(0)]
+            with m.If(s.ld_taken):
+                m.d.sync += wbb.eq(wbb + 1)
+                with m.If(wbb == B - 1):
+                    m.d.sync += [wi.eq(wi + 1), ci.eq(ci + 1)]
+                    m.next = "S_WL"
         with state("S_ST"):            # query rows against the buffer: one pass per row
             m.d.comb += s.busy.eq(1)
             start = bi == 0

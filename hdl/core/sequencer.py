@@ -7,7 +7,7 @@ Per KV head (a *context*, ``layer · kv_heads + head``) the sequencer runs these
     the tokens leaving the recent window (``[frontier, window_start)``): each one's cluster (token map) gets one
     more offloaded member (cluster entry read-modify-write on the HC-table port ``hct``).
 ``H`` hash
-    ``passes`` DPE passes: the operand buffer holds ``trees`` hyperplanes (from the SRAM), the step's keys stream
+    ``passes`` DPE passes: the DPE's weight memories get ``trees`` hyperplanes (from the SRAM), the step's keys stream
     from the SRAM as the broadcast operand; the VPE's ``sign`` op turns each FP32 projection into a code bit.
 ``C`` cluster
     the open list is read and filtered (newest member in the window), closed by recency to the HCU's limit,
@@ -17,7 +17,7 @@ Per KV head (a *context*, ``layer · kv_heads + head``) the sequencer runs these
     control beat went out before, so it evicts while the sequencer scores.
 ``S`` score and select (when tokens are offloaded)
     the cluster entries are scanned for candidates (offloaded members), the WTU gets their counts; groups of
-    ``trees`` candidates' mean keys fill the operand buffer (from ``hct``) and the step's query rows stream from the
+    ``trees`` candidates' mean keys are loaded into the DPE (from ``hct``) and the step's query rows stream from the
     SRAM; the VPE's ``fixed`` op gives the WTU scores, written row-major into the SRAM scratch; the rows then go to
     the WTU; its group mask (candidate positions) becomes the KVMU's cluster mask.
 ``K`` the KVMU's response; ``R`` the step's K|V records written into their ring slots (after the response).
@@ -126,8 +126,11 @@ class Sequencer(wiring.Component):
         cand_w, cand_r = cand.write_port(granularity=1), cand.read_port()
         m.submodules.gmask = gmask = Memory(shape=L, depth=max(2, cwords), init=[])
         gm_w, gm_r = gmask.write_port(), gmask.read_port()
-        m.submodules.wbuf = wbuf = Memory(shape=T * LN, depth=max(2, B), init=[])
-        wb_w, wb_r = wbuf.write_port(granularity=LN), wbuf.read_port()
+        # weight loads into the DPE's stationary memories (hyperplanes, mean keys, zero fill) that do not come from
+        # an SRAM line: offered on dpe_i when no SRAM line is being routed there (ld_taken = accepted)
+        ld_valid, ld_taken = Signal(name="wload_valid"), Signal(name="wload_taken")
+        ld_tree, ld_addr = Signal(range(max(2, T)), name="wload_tree"), Signal(range(max(2, B)), name="wload_word")
+        ld_data = Signal(LN, name="wload_data")
         # a read port's enable is 1 unless driven: these ports read only where a state says so and hold their
         # data otherwise (a state may use a word read several cycles before, e.g. after a stalled stream)
         m.d.comb += [ctx_r.en.eq(0), cand_r.en.eq(0), gm_r.en.eq(0)]
@@ -159,7 +162,6 @@ class Sequencer(wiring.Component):
             wiring.connect(m, wiring.flipped(self.host_cmd), wiring.flipped(sc))
             wiring.connect(m, wiring.flipped(sr), wiring.flipped(self.host_rdata))
         rline = sr.payload.data.as_value()
-        m.d.comb += [wb_r.en.eq(rd_taken & (rd_tag.to == DPE)), wb_r.addr.eq(rd_tag.b)]
 
         # ==== width converters ==================================================================================
         r_sum_in = Resize(m, "r_sum_in", g.data_bits, 32 * T)       # hct beats -> FP32 sum chunk (a operand)
@@ -171,15 +173,21 @@ class Sequencer(wiring.Component):
         r_wtu = Resize(m, "r_wtu", LN, 32 * L)                      # SRAM score lines -> WTU beats of 32-bit slots
 
         # ==== SRAM read data routing (by the read's tag) ========================================================
+        # dpe_i: an SRAM line (a WBUF line is a weight load of tree tag.i, word tag.b; a DPE line a compute beat on
+        # word tag.b), else a load the phases offer; a load beat writes one tree (its bit of the group's mask)
         dpe_p = self.dpe_i.payload
-        m.d.comb += [dpe_p.x.eq(rline), dpe_p.w.eq(wb_r.data), dpe_p.first.eq(tag.first), dpe_p.last.eq(tag.last),
-                     r_key.i_data.eq(rline), r_rec.i_data.eq(rline), r_wtu.i_data.eq(rline)]
-        with m.If(busy & sr.valid):
+        Lt = len(dpe_p.mask)
+        routed = busy & sr.valid
+        w_tree = Mux(routed, tag.i, ld_tree)
+        m.d.comb += [dpe_p.load.eq(Mux(routed, tag.to == WBUF, 1)), dpe_p.addr.eq(Mux(routed, tag.b, ld_addr)),
+                     dpe_p.mask.eq(onehot(w_tree % Lt if Lt > 1 else 0, Lt)), dpe_p.first.eq(tag.first),
+                     dpe_p.last.eq(tag.last), r_key.i_data.eq(rline), r_rec.i_data.eq(rline), r_wtu.i_data.eq(rline)]
+        if T > Lt:
+            m.d.comb += dpe_p.group.eq(w_tree // Lt)
+        m.d.comb += [dpe_p.data[k].eq(Mux(routed, rline, ld_data)) for k in range(Lt)]
+        with m.If(routed):
             with m.Switch(tag.to):
-                with m.Case(WBUF):
-                    m.d.comb += [sr.ready.eq(1), wb_w.addr.eq(tag.b), wb_w.data.eq(rline.replicate(T)),
-                                 wb_w.en.eq(onehot(tag.i, T))]
-                with m.Case(DPE):
+                with m.Case(WBUF, DPE):
                     m.d.comb += [self.dpe_i.valid.eq(1), sr.ready.eq(self.dpe_i.ready)]
                 with m.Case(KEY):
                     m.d.comb += [r_key.i_valid.eq(1), sr.ready.eq(r_key.i_ready)]
@@ -187,6 +195,8 @@ class Sequencer(wiring.Component):
                     m.d.comb += [r_rec.i_valid.eq(1), sr.ready.eq(r_rec.i_ready)]
                 with m.Case(WTU):
                     m.d.comb += [r_wtu.i_valid.eq(1), sr.ready.eq(r_wtu.i_ready)]
+        with m.Elif(ld_valid):
+            m.d.comb += [self.dpe_i.valid.eq(1), ld_taken.eq(self.dpe_i.ready)]
         sram_idle = ~sr.valid
 
         # ==== back-end: DPE -> VPE -> sink ======================================================================
@@ -277,7 +287,7 @@ class Sequencer(wiring.Component):
                              r_mean_out.o_ready.eq(dma.w_ready)]
             with m.Case(D_MEAN_IN):
                 m.d.comb += [r_mean_in.i_valid.eq(dma.r_valid), r_mean_in.i_data.eq(dma.r_data),
-                             dma.r_ready.eq(r_mean_in.i_ready), r_mean_in.o_ready.eq(1)]
+                             dma.r_ready.eq(r_mean_in.i_ready), r_mean_in.o_ready.eq(ld_taken)]
             with m.Case(D_REC):
                 m.d.comb += [dma.w_valid.eq(r_rec.o_valid), dma.w_data.eq(r_rec.o_data),
                              r_rec.o_ready.eq(dma.w_ready)]

@@ -1,10 +1,13 @@
 """Stimulus and golden expectations for the DPE (hdl/lxe/dpe.py): passes of one broadcast vector against one
-weight vector per tree, each tree's result from ``vrex.golden.lxe.mac_tree.dot_beats``."""
+weight vector per tree, as weight loads and compute beats; the results from the golden DPE
+(``vrex.golden.lxe.dpe.DpeModel``, each tree's dot product from ``vrex.golden.lxe.mac_tree.dot_beats``)."""
 
 from __future__ import annotations
 
+import math
 import random
 
+from vrex.golden.lxe.dpe import DpeModel
 from vrex.golden.lxe.mac_tree import split_beats
 from vrex.hdl.lxe.dpe import dpe_input_layout, dpe_output_layout
 
@@ -12,9 +15,10 @@ from ..bench import StreamBench, leaf_fields, pack
 from .mac_tree import reference_dot, trace_stimulus
 from .operands import random_dot
 
-__all__ = ["JOB_KIND", "make_bench", "passes_from_dots", "measure_cycles", "trace_stimulus"]
+__all__ = ["JOB_KIND", "make_bench", "matmul_bench", "pass_beats", "passes_from_dots", "measure_cycles", "trace_stimulus"]
 
 JOB_KIND = "lxe"
+TIMED_TREES = 2      # trees of the DPE that measure_cycles simulates (see there)
 
 
 def passes_from_dots(dots, trees):
@@ -40,31 +44,123 @@ def random_passes(cfg, count, rng, max_beats):
     return out
 
 
+def pass_beats(x, ws, *, n, words, load_trees, rng):
+    """Input beats of one pass of ``x`` against the trees' vectors ``ws``: per chunk of at most ``words`` beats, the
+    chunk's weights are loaded (``load_trees`` trees per beat, at a random word offset; now and then a group is
+    written in two beats of complementary masks) and the chunk's ``x`` beats follow as one dot product."""
+    xb, wb = split_beats(x, n), [split_beats(w, n) for w in ws]
+    groups, full = len(ws) // load_trees, (1 << load_trees) - 1
+    beats = []
+    for c0 in range(0, len(xb), words):
+        chunk = range(c0, min(c0 + words, len(xb)))
+        base = rng.randrange(words)
+        for i in chunk:
+            addr = (base + i - c0) % words
+            for g in range(groups):
+                data = [wb[g * load_trees + k][i] for k in range(load_trees)]
+                split = rng.getrandbits(load_trees) if load_trees > 1 and rng.random() < 0.25 else full
+                for mask in dict.fromkeys((split, full & ~split)):
+                    if mask:    # the words a mask leaves out carry noise: they must not be written
+                        noisy = [w if mask >> k & 1 else [rng.getrandbits(16) for _ in range(n)]
+                                 for k, w in enumerate(data)]
+                        beats.append({"load": 1, "group": g, "mask": mask, "addr": addr, "data": noisy, "first": 0,
+                                      "last": 0})
+        for i in chunk:
+            beats.append({"load": 0, "group": 0, "mask": 0, "addr": (base + i - c0) % words,
+                          "data": [xb[i]] + [[0] * n] * (load_trees - 1), "first": int(i == c0),
+                          "last": int(i == chunk[-1])})
+    return beats
+
+
 def make_bench(cfg, *, n: int = 100, seed: int = 1, p_valid: float = 0.7, p_ready: float = 0.7, jobs=None,
-               reference=reference_dot, name: str = "dpe", max_beats: int = 3) -> StreamBench:
+               reference=reference_dot, name: str = "dpe", max_beats: int = 3, model=DpeModel) -> StreamBench:
+    """Random passes (or the dot products ``jobs``, grouped into passes) as load and compute beats; the expected
+    results come from :class:`vrex.golden.lxe.dpe.DpeModel` (``model``: it or a mutant) run over the same beats
+    (one result set per chunk of at most ``lxe.dpe_weight_words`` beats)."""
     x = cfg.lxe
-    N, T = x.dpe_inputs, x.dpe_trees
+    N, T, D, L = x.dpe_inputs, x.dpe_trees, x.dpe_weight_words, x.dpe_load_trees
     rng = random.Random(seed)
     passes = passes_from_dots(list(jobs), T) if jobs is not None else \
         random_passes(cfg, max(1, n // ((max_beats + 1) // 2 + 1)), rng, max_beats)
-    lin, lout = dpe_input_layout(T, N), dpe_output_layout(T)
+    lin, lout = dpe_input_layout(T, N, D, L), dpe_output_layout(T)
+    model = model(trees=T, n=N, words=D, load_trees=L, guard_bits=x.guard_bits, reference=reference)
     beats, expected = [], []
     for vec, ws in passes:
-        xb = split_beats(vec, N)
-        wb = [split_beats(w, N) for w in ws]
-        for i in range(len(xb)):
-            beats.append({"x": xb[i], "w": [w[i] for w in wb], "first": int(i == 0), "last": int(i == len(xb) - 1)})
-        res = [reference(xb, w, x.guard_bits) for w in wb]
-        expected.append({"fp32": [r[0] for r in res], "bf16": [r[1] for r in res]})
+        for b in pass_beats(vec, ws, n=N, words=D, load_trees=L, rng=rng):
+            beats.append(b)
+            res = model.beat(b)
+            if res is not None:
+                expected.append({"fp32": [r[0] for r in res], "bf16": [r[1] for r in res]})
+    return StreamBench(name=name, inputs={"i": [pack(lin, t) for t in beats]},
+                       expected={"o": [pack(lout, e) for e in expected]}, fields={"o": leaf_fields(lout)},
+                       p_valid=p_valid, p_ready=p_ready, seed=seed)
+
+
+def matmul_bench(cfg, rows, columns, *, seed: int = 1, p_valid: float = 1.0, p_ready: float = 1.0,
+                 name: str = "dpe_matmul") -> StreamBench:
+    """The weight-stationary schedule of a matmul (``rows`` M x K by ``columns`` N x K, BF16 bits): per column tile
+    and per chunk of at most ``lxe.dpe_weight_words`` beats, one load of the tile's weights (whole groups of
+    ``lxe.dpe_load_trees`` trees, only the groups that hold a column) and every row's compute beats; one result set
+    per row, tile and chunk (the partial sums of a long ``K``), from the golden DPE."""
+    x = cfg.lxe
+    N, T, D, L = x.dpe_inputs, x.dpe_trees, x.dpe_weight_words, x.dpe_load_trees
+    lin, lout = dpe_input_layout(T, N, D, L), dpe_output_layout(T)
+    model = DpeModel(trees=T, n=N, words=D, load_trees=L, guard_bits=x.guard_bits)
+    xs = [split_beats(r, N) for r in rows]
+    beats, expected = [], []
+    for c0 in range(0, len(columns), T):
+        tile = [split_beats(c, N) for c in columns[c0:c0 + T]]
+        tile += [[[0] * N] * len(xs[0])] * (T - len(tile))
+        used = -(-len(columns[c0:c0 + T]) // L)
+        for k0 in range(0, len(xs[0]), D):
+            chunk = range(k0, min(k0 + D, len(xs[0])))
+            beats += [{"load": 1, "group": g, "mask": (1 << L) - 1, "addr": i - k0,
+                       "data": [tile[g * L + k][i] for k in range(L)], "first": 0, "last": 0}
+                      for i in chunk for g in range(used)]
+            beats += [{"load": 0, "group": 0, "mask": 0, "addr": i - k0, "data": [xr[i]] + [[0] * N] * (L - 1),
+                       "first": int(i == k0), "last": int(i == chunk[-1])} for xr in xs for i in chunk]
+    for b in beats:
+        res = model.beat(b)
+        if res is not None:
+            expected.append({"fp32": [r[0] for r in res], "bf16": [r[1] for r in res]})
     return StreamBench(name=name, inputs={"i": [pack(lin, t) for t in beats]},
                        expected={"o": [pack(lout, e) for e in expected]}, fields={"o": leaf_fields(lout)},
                        p_valid=p_valid, p_ready=p_ready, seed=seed)
 
 
 def measure_cycles(cfg) -> dict:
-    """The DPE's timing is its trees' (lockstep): the MAC tree's measurement and the layer utilisation."""
-    from .mac_tree import measure_cycles as tree_cycles
+    """Latency and throughput of the DPE, measured in amaranth.sim without back-pressure on random passes (loads and
+    compute beats), and its utilisation on a decoder layer's matmuls and the retrieval path (:mod:`.utilisation`).
 
-    out = tree_cycles(cfg)
-    out.update(component="dpe", macs_per_cycle=out["beats_per_cycle"] * cfg.lxe.macs_per_cycle)
-    return out
+    The run is on a DPE of at most :data:`TIMED_TREES` trees (one load group) with the config's tree size, pipeline
+    cuts and weight depth: the trees are identical and in lockstep behind one staging register, so latency and
+    beat rate do not depend on their number (tests/test_lxe.py measures whole DPEs of the case table), and the
+    edge DPE's 64 trees of 64 inputs take minutes and gigabytes to elaborate."""
+    from vrex.hdl.lxe.dpe import DPE
+
+    from ..amaranth_run import run_checked
+    from ..bench import unpack
+    from .utilisation import dpe_utilisation
+
+    full = cfg.lxe
+    trees = min(full.dpe_trees, TIMED_TREES)
+    timed = cfg if trees == full.dpe_trees else cfg.with_overrides(
+        {"lxe.dpe_trees": trees, "lxe.dpe_load_trees": math.gcd(trees, full.dpe_load_trees)})
+    bench = make_bench(timed, n=24, seed=5, p_valid=1.0, p_ready=1.0)
+    dpe = DPE.from_config(timed)
+    result = run_checked(dpe, bench, "the DPE cycle-measurement run")
+    x = timed.lxe
+    lin = dpe_input_layout(x.dpe_trees, x.dpe_inputs, x.dpe_weight_words, x.dpe_load_trees)
+    ins, outs = result.handshake_cycles["in:i"], result.handshake_cycles["o"]
+    last_in = [c for c, bits in zip(ins, bench.inputs["i"]) if (lambda b: not b["load"] and b["last"])(unpack(lin, bits))]
+    latency = {o - i for i, o in zip(last_in, outs)}
+    if len(latency) != 1 or latency != {dpe.latency}:
+        raise AssertionError(f"DPE latency measured {sorted(latency)}, the generator says {dpe.latency}")
+    beats_per_cycle = (len(ins) - 1) / (ins[-1] - ins[0])
+    x = full
+    return {"component": "dpe", "config": cfg.name, "config_hash": cfg.hash(), "latency_cycles": dpe.latency,
+            "timed_trees": trees, "beats_per_cycle": beats_per_cycle, "macs_per_cycle": beats_per_cycle * x.macs_per_cycle,
+            **dpe_utilisation(cfg, latency=dpe.latency, beats_per_cycle=beats_per_cycle),
+            "formula": f"one load or compute beat per cycle (a compute beat is {x.macs_per_cycle} MACs, a load beat "
+                       f"writes {x.dpe_load_trees} trees' weight words); results {dpe.latency} cycles after the last "
+                       "beat of a dot product"}

@@ -60,12 +60,11 @@ def trace_stimulus(cfg, kind: str, *, limit: int = 200):
 
 
 def measure_cycles(cfg) -> dict:
-    """Latency and throughput of one tree, measured in amaranth.sim without back-pressure, and the DPE's
-    utilisation on a decoder layer's matmuls and the retrieval path derived from them (:mod:`.utilisation`)."""
+    """Latency and throughput of one tree, measured in amaranth.sim without back-pressure (the DPE's utilisation on a
+    decoder layer is the DPE's record, :func:`vrex.sim.lxe.dpe.measure_cycles`)."""
     from vrex.hdl.lxe.mac_tree import MacTree
 
     from ..amaranth_run import run_checked
-    from .utilisation import dpe_utilisation
 
     bench = make_bench(cfg, n=48, seed=5, p_valid=1.0, p_ready=1.0, max_beats=3)
     tree = MacTree.from_config(cfg)
@@ -78,6 +77,5 @@ def measure_cycles(cfg) -> dict:
     beats_per_cycle = (len(ins) - 1) / (ins[-1] - ins[0])
     return {"component": "mac_tree", "config": cfg.name, "config_hash": cfg.hash(), "latency_cycles": tree.latency,
             "beats_per_cycle": beats_per_cycle, "macs_per_cycle": beats_per_cycle * cfg.lxe.dpe_inputs,
-            **dpe_utilisation(cfg, latency=tree.latency, beats_per_cycle=beats_per_cycle),
             "formula": f"one beat of {cfg.lxe.dpe_inputs} MACs per cycle; result {tree.latency} cycles after the "
                        "last beat; dot products back to back"}
