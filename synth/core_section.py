@@ -74,7 +74,7 @@ def core_section(summary: dict | None, components: dict, target: dict, out) -> t
     rows = []
     for block, v in summary["blocks"].items():
         pa, pp = paper_dre if block == "DRE" else (TABLE_III[block][0], TABLE_III[block][2])
-        label = "Retrieval engine (DRE: HCU + WTU; the paper's also has the KVMU)" if block == "DRE" else block
+        label = "Retrieval engine (DRE: HCU + WTU + KVMU)" if block == "DRE" else block
         L.append(f"| {label} | {pa:.3g} | {fmt_value(v['area_mm2'])} | {pp:.4g} | {fmt_value(v['power_mw'])} |")
         rows.append((block, v["area_mm2"], v["power_mw"], pa, pp))
     L.append(f"| **core** | {CORE_TOTAL[0]} | {fmt_value(summary['area_mm2'])} | {CORE_TOTAL[1]} | "

@@ -91,6 +91,14 @@ def _scaled(rec, key):
     return s.get(key) if s else None
 
 
+def _memory_list(memories) -> str:
+    """The memories of a record, identical shapes counted once (``64 × 8×1024 sram``), in order of appearance."""
+    from collections import Counter
+
+    shapes = Counter(f"{m['words']}×{m['bits']} {m['kind']}" for m in memories)
+    return ", ".join(f"{n} × {shape}" if n > 1 else shape for shape, n in shapes.items()) or "none"
+
+
 def _memory_kb(records) -> float | None:
     bits = [m["total_bits"] for r in records for m in r.get("memories", [])]
     return sum(bits) / 8 / 1024 if records else None
@@ -212,7 +220,7 @@ def render_report(data: dict, out: Path) -> Path:
     for name, r in comps.items():
         g, t = r["generic"], r.get("timing") or {}
         p, pd = r.get("power_mw") or {}, r.get("power_default_activity_mw") or {}
-        mems = ", ".join(f"{m['words']}×{m['bits']} {m['kind']}" for m in r.get("memories", [])) or "none"
+        mems = _memory_list(r.get("memories", []))
         lint = {True: "clean", False: "WARNINGS", None: "—"}[r.get("lint_clean")]
         L.append(f"| {name} | {g['cells']} | {g['transistors']} | {g['logic_depth']} "
                  f"| {fmt_value(r.get('area_um2'), '{:.1f}')} | {mems} "

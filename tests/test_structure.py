@@ -11,7 +11,10 @@ _LXE_SMALL = [c for c in LXE_CASES if c.id in ("lxe-tiny", "tree16-cuts-lanes8")
 TABLES = {"hamming_lanes": HAMMING_LANES_CASES, "hcu": HCU_CASES, "wtu": WTU_CASES, "dre": DRE_CASES,
           "kvmu": KVMU_CASES, "mac_tree": LXE_CASES, "dpe": _LXE_SMALL, "vpe": _LXE_SMALL, "lxe": LXE_CASES[:1],
           "core": LXE_CASES[:1]}
-PARAMS = [pytest.param(component, case, id=f"{component}-{case.id}")
+# the cases built on the edge config (the paper's widths) are linted and checked in the slow tier: they are the
+# longest Verilator and Yosys runs, and the tiny cases of every component keep the default tier's coverage
+PARAMS = [pytest.param(component, case, id=f"{component}-{case.id}",
+                       marks=[pytest.mark.slow] if case.base == "edge" else [])
           for component, cases in TABLES.items() for case in cases]
 
 
