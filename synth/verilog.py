@@ -131,8 +131,8 @@ def check_top_width(component: str, dut, cfg) -> None:
 
 def _convert(component: str, dut, top: str, cfg) -> str:
     """``amaranth.back.verilog.convert``; a value wider than Amaranth's netlist holds *inside* the design (its top
-    fits: the DPE's input stream inside the core, with a very wide load port) fails Amaranth's own assertion, turned here into the same
-    one-sentence error as :func:`check_top_width`."""
+    fits: the DPE's input stream inside the core, with a very wide load port) fails Amaranth's own assertion,
+    turned here into the same one-sentence error as :func:`check_top_width`."""
     import traceback
 
     try:

@@ -15,7 +15,7 @@ from ..bench import StreamBench, leaf_fields, pack
 from .mac_tree import reference_dot, trace_stimulus
 from .operands import random_dot
 
-__all__ = ["JOB_KIND", "make_bench", "matmul_bench", "pass_beats", "passes_from_dots", "measure_cycles", "trace_stimulus"]
+__all__ = ["JOB_KIND", "make_bench", "matmul_bench", "pass_beats", "load_beat", "compute_beat", "bench_of_beats", "passes_from_dots", "measure_cycles", "trace_stimulus"]
 
 JOB_KIND = "lxe"
 TIMED_TREES = 2      # trees of the DPE that measure_cycles simulates (see there)
@@ -44,6 +44,31 @@ def random_passes(cfg, count, rng, max_beats):
     return out
 
 
+def load_beat(group, mask, addr, data):
+    return {"load": 1, "group": group, "mask": mask, "addr": addr, "data": data, "first": 0, "last": 0}
+
+
+def compute_beat(x, addr, first, last, *, n, load_trees):
+    """A compute beat: ``x`` in ``data[0]`` (the other words of the load port are 0)."""
+    return {"load": 0, "group": 0, "mask": 0, "addr": addr, "data": [x] + [[0] * n] * (load_trees - 1),
+            "first": int(first), "last": int(last)}
+
+
+def bench_of_beats(cfg, beats, model, *, name, p_valid, p_ready, seed) -> StreamBench:
+    """The bench of an input beat list: the expected results are ``model``'s (a :class:`DpeModel`) over the beats."""
+    x = cfg.lxe
+    lin = dpe_input_layout(x.dpe_trees, x.dpe_inputs, x.dpe_weight_words, x.dpe_load_trees)
+    lout = dpe_output_layout(x.dpe_trees)
+    expected = []
+    for b in beats:
+        res = model.beat(b)
+        if res is not None:
+            expected.append({"fp32": [r[0] for r in res], "bf16": [r[1] for r in res]})
+    return StreamBench(name=name, inputs={"i": [pack(lin, t) for t in beats]},
+                       expected={"o": [pack(lout, e) for e in expected]}, fields={"o": leaf_fields(lout)},
+                       p_valid=p_valid, p_ready=p_ready, seed=seed)
+
+
 def pass_beats(x, ws, *, n, words, load_trees, rng):
     """Input beats of one pass of ``x`` against the trees' vectors ``ws``: per chunk of at most ``words`` beats, the
     chunk's weights are loaded (``load_trees`` trees per beat, at a random word offset; now and then a group is
@@ -63,12 +88,9 @@ def pass_beats(x, ws, *, n, words, load_trees, rng):
                     if mask:    # the words a mask leaves out carry noise: they must not be written
                         noisy = [w if mask >> k & 1 else [rng.getrandbits(16) for _ in range(n)]
                                  for k, w in enumerate(data)]
-                        beats.append({"load": 1, "group": g, "mask": mask, "addr": addr, "data": noisy, "first": 0,
-                                      "last": 0})
-        for i in chunk:
-            beats.append({"load": 0, "group": 0, "mask": 0, "addr": (base + i - c0) % words,
-                          "data": [xb[i]] + [[0] * n] * (load_trees - 1), "first": int(i == c0),
-                          "last": int(i == chunk[-1])})
+                        beats.append(load_beat(g, mask, addr, noisy))
+        beats += [compute_beat(xb[i], (base + i - c0) % words, i == c0, i == chunk[-1], n=n, load_trees=load_trees)
+                  for i in chunk]
     return beats
 
 
@@ -82,18 +104,9 @@ def make_bench(cfg, *, n: int = 100, seed: int = 1, p_valid: float = 0.7, p_read
     rng = random.Random(seed)
     passes = passes_from_dots(list(jobs), T) if jobs is not None else \
         random_passes(cfg, max(1, n // ((max_beats + 1) // 2 + 1)), rng, max_beats)
-    lin, lout = dpe_input_layout(T, N, D, L), dpe_output_layout(T)
-    model = model(trees=T, n=N, words=D, load_trees=L, guard_bits=x.guard_bits, reference=reference)
-    beats, expected = [], []
-    for vec, ws in passes:
-        for b in pass_beats(vec, ws, n=N, words=D, load_trees=L, rng=rng):
-            beats.append(b)
-            res = model.beat(b)
-            if res is not None:
-                expected.append({"fp32": [r[0] for r in res], "bf16": [r[1] for r in res]})
-    return StreamBench(name=name, inputs={"i": [pack(lin, t) for t in beats]},
-                       expected={"o": [pack(lout, e) for e in expected]}, fields={"o": leaf_fields(lout)},
-                       p_valid=p_valid, p_ready=p_ready, seed=seed)
+    beats = [b for vec, ws in passes for b in pass_beats(vec, ws, n=N, words=D, load_trees=L, rng=rng)]
+    golden = model(trees=T, n=N, words=D, load_trees=L, guard_bits=x.guard_bits, reference=reference)
+    return bench_of_beats(cfg, beats, golden, name=name, p_valid=p_valid, p_ready=p_ready, seed=seed)
 
 
 def matmul_bench(cfg, rows, columns, *, seed: int = 1, p_valid: float = 1.0, p_ready: float = 1.0,
@@ -104,28 +117,20 @@ def matmul_bench(cfg, rows, columns, *, seed: int = 1, p_valid: float = 1.0, p_r
     per row, tile and chunk (the partial sums of a long ``K``), from the golden DPE."""
     x = cfg.lxe
     N, T, D, L = x.dpe_inputs, x.dpe_trees, x.dpe_weight_words, x.dpe_load_trees
-    lin, lout = dpe_input_layout(T, N, D, L), dpe_output_layout(T)
-    model = DpeModel(trees=T, n=N, words=D, load_trees=L, guard_bits=x.guard_bits)
     xs = [split_beats(r, N) for r in rows]
-    beats, expected = [], []
+    beats = []
     for c0 in range(0, len(columns), T):
         tile = [split_beats(c, N) for c in columns[c0:c0 + T]]
         tile += [[[0] * N] * len(xs[0])] * (T - len(tile))
         used = -(-len(columns[c0:c0 + T]) // L)
         for k0 in range(0, len(xs[0]), D):
             chunk = range(k0, min(k0 + D, len(xs[0])))
-            beats += [{"load": 1, "group": g, "mask": (1 << L) - 1, "addr": i - k0,
-                       "data": [tile[g * L + k][i] for k in range(L)], "first": 0, "last": 0}
+            beats += [load_beat(g, (1 << L) - 1, i - k0, [tile[g * L + k][i] for k in range(L)])
                       for i in chunk for g in range(used)]
-            beats += [{"load": 0, "group": 0, "mask": 0, "addr": i - k0, "data": [xr[i]] + [[0] * N] * (L - 1),
-                       "first": int(i == k0), "last": int(i == chunk[-1])} for xr in xs for i in chunk]
-    for b in beats:
-        res = model.beat(b)
-        if res is not None:
-            expected.append({"fp32": [r[0] for r in res], "bf16": [r[1] for r in res]})
-    return StreamBench(name=name, inputs={"i": [pack(lin, t) for t in beats]},
-                       expected={"o": [pack(lout, e) for e in expected]}, fields={"o": leaf_fields(lout)},
-                       p_valid=p_valid, p_ready=p_ready, seed=seed)
+            beats += [compute_beat(xr[i], i - k0, i == k0, i == chunk[-1], n=N, load_trees=L)
+                      for xr in xs for i in chunk]
+    golden = DpeModel(trees=T, n=N, words=D, load_trees=L, guard_bits=x.guard_bits)
+    return bench_of_beats(cfg, beats, golden, name=name, p_valid=p_valid, p_ready=p_ready, seed=seed)
 
 
 def measure_cycles(cfg) -> dict:
@@ -149,18 +154,19 @@ def measure_cycles(cfg) -> dict:
     bench = make_bench(timed, n=24, seed=5, p_valid=1.0, p_ready=1.0)
     dpe = DPE.from_config(timed)
     result = run_checked(dpe, bench, "the DPE cycle-measurement run")
-    x = timed.lxe
-    lin = dpe_input_layout(x.dpe_trees, x.dpe_inputs, x.dpe_weight_words, x.dpe_load_trees)
+    t = timed.lxe
+    lin = dpe_input_layout(t.dpe_trees, t.dpe_inputs, t.dpe_weight_words, t.dpe_load_trees)
     ins, outs = result.handshake_cycles["in:i"], result.handshake_cycles["o"]
-    last_in = [c for c, bits in zip(ins, bench.inputs["i"]) if (lambda b: not b["load"] and b["last"])(unpack(lin, bits))]
+    beats = [unpack(lin, bits) for bits in bench.inputs["i"]]
+    last_in = [c for c, b in zip(ins, beats) if b["last"] and not b["load"]]
     latency = {o - i for i, o in zip(last_in, outs)}
     if len(latency) != 1 or latency != {dpe.latency}:
         raise AssertionError(f"DPE latency measured {sorted(latency)}, the generator says {dpe.latency}")
     beats_per_cycle = (len(ins) - 1) / (ins[-1] - ins[0])
-    x = full
     return {"component": "dpe", "config": cfg.name, "config_hash": cfg.hash(), "latency_cycles": dpe.latency,
-            "timed_trees": trees, "beats_per_cycle": beats_per_cycle, "macs_per_cycle": beats_per_cycle * x.macs_per_cycle,
+            "timed_trees": trees, "beats_per_cycle": beats_per_cycle,
+            "macs_per_cycle": beats_per_cycle * full.macs_per_cycle,
             **dpe_utilisation(cfg, latency=dpe.latency, beats_per_cycle=beats_per_cycle),
-            "formula": f"one load or compute beat per cycle (a compute beat is {x.macs_per_cycle} MACs, a load beat "
-                       f"writes {x.dpe_load_trees} trees' weight words); results {dpe.latency} cycles after the last "
+            "formula": f"one load or compute beat per cycle (a compute beat is {full.macs_per_cycle} MACs, a load "
+                       f"beat writes {full.dpe_load_trees} trees' weight words); results {dpe.latency} cycles after the last "
                        "beat of a dot product"}
