@@ -199,7 +199,8 @@ def _cycles(name: str, cfg, missing: dict):
 
 def _library_figures(record, name, cfg, emitted, lib, clock, folder, missing, *, sta_ok, verilator_ok, activity,
                      n_txn, stimulus, p_valid, p_ready, say):
-    from .mapped import flop_state_nets, map_design
+    from .mapped import abc_delay_target_ps, flop_state_nets, map_design
+    from .register_overhead import register_overhead_ps
     from .saif import activity_tcl, read_saif
     from .sram import sram_model
     from .sta import run_power, run_timing
@@ -208,8 +209,14 @@ def _library_figures(record, name, cfg, emitted, lib, clock, folder, missing, *,
     record["liberty"] = lib.identity()
     work = folder / f"{lib.name}-{lib.digest}-{clock:g}MHz"
     model = sram_model(pdk_dir(tech.pdk_dir, required=False), tech.sram_model)
+    overhead = 0.0
+    if sta_ok:
+        say(f"register overhead of {lib.name} (OpenSTA)")
+        overhead = register_overhead_ps(lib)
+    record["abc_delay_target_ps"] = abc_delay_target_ps(clock, overhead)
+    record["register_overhead_ps"] = overhead if sta_ok else None
     say(f"mapping to {lib.name} (Yosys + ABC)")
-    mapped = map_design(emitted, lib, cfg, work, clock_mhz=clock, sram_model=model)
+    mapped = map_design(emitted, lib, cfg, work, clock_mhz=clock, sram_model=model, register_overhead_ps=overhead)
     record.update({"area_um2": mapped.area_um2, "logic_area_um2": mapped.logic_area_um2,
                    "area_breakdown": mapped.area_breakdown, "cells": mapped.cells, "cell_types": mapped.cell_types,
                    "sequential_area_um2": mapped.sequential_area_um2,

@@ -36,7 +36,7 @@ from vrex.errors import ToolFailedError
 from .memories import MemoryInfo, find_memories, macro_liberty, swap_srams
 from .yosys import read_stat, run_yosys_once
 
-__all__ = ["MappedDesign", "map_design"]
+__all__ = ["MappedDesign", "abc_delay_target_ps", "map_design"]
 
 
 @dataclass
@@ -54,7 +54,7 @@ class MappedDesign:
     macro_lib: Path | None = None
 
 
-def _abc_script(effort: str, period_ps: float) -> str:
+def _abc_script(effort: str, target_ps: float) -> str:
     """``-script`` for ``technology.synth_effort: fast``: Yosys's default mapping script for ``-liberty -constr``
     without its SAT sweeping (&fraig, scorr); ``dch`` computes structural choices for ``map``, and buffering and
     gate sizing for the delay target are kept, so timing stays meaningful (docs/figures.md). ``fast`` also skips
@@ -68,7 +68,7 @@ def _abc_script(effort: str, period_ps: float) -> str:
     nothing (same area on the edge DRE)."""
     if effort == "full":
         return ""
-    d = f"-D,{period_ps:.0f}"
+    d = f"-D,{target_ps:.0f}"
     return f" -script +strash;dch;map,{d};topo;buffer;upsize,{d};dnsize,{d};stime,-p"
 
 
@@ -76,8 +76,18 @@ def _module_name(name: str) -> str:
     return name[1:] if name.startswith("\\") else name
 
 
-def map_design(emitted, lib, cfg, work: Path, *, clock_mhz: float, sram_model=None) -> MappedDesign:
-    """Run the two Yosys passes in ``work`` and return the area figures and the flat netlist."""
+def abc_delay_target_ps(clock_mhz: float, register_overhead_ps: float) -> float:
+    """ABC's ``-D``: the clock period less the register overhead (clock-to-output + setup, which ABC does not
+    see; :mod:`vrex.synth.register_overhead`), and never below a tenth of the period (a clock that the flops
+    alone cannot meet still maps, and OpenSTA reports the miss)."""
+    period_ps = 1e6 / clock_mhz
+    return max(period_ps - register_overhead_ps, period_ps / 10)
+
+
+def map_design(emitted, lib, cfg, work: Path, *, clock_mhz: float, sram_model=None,
+               register_overhead_ps: float = 0.0) -> MappedDesign:
+    """Run the two Yosys passes in ``work`` and return the area figures and the flat netlist; ABC's delay target
+    is :func:`abc_delay_target_ps` (``register_overhead_ps`` 0: the period)."""
     work = Path(work)
     work.mkdir(parents=True, exist_ok=True)
     lib.copy_into(work)
@@ -104,7 +114,7 @@ write_json coarse.json
     if srams:
         macro_lib = work / "macros.lib"
         macro_lib.write_text(macro_liberty(srams, lib))
-    period_ps = 1e6 / clock_mhz
+    target_ps = abc_delay_target_ps(clock_mhz, register_overhead_ps)
     cap = tech.output_load_pf / lib.cap_unit_pf
     (work / "abc.constr").write_text(f"set_driving_cell {lib.drive_cell}\nset_load {cap:g}\n")
     seq = " ".join(f"-liberty {f.name}" for f in lib.seq_files)
@@ -121,7 +131,7 @@ techmap -map +/techmap.v -map +/choices/kogge-stone.v
 opt -fast
 {"" if tech.synth_effort == "fast" else "abc" + chr(10) + "opt -fast" + chr(10)}dfflegalize -cell $_DFF_P_ 01
 dfflibmap {seq}{dont}
-abc {libs}{dont} -constr abc.constr -D {period_ps:.0f}{_abc_script(tech.synth_effort, period_ps)}
+abc {libs}{dont} -constr abc.constr -D {target_ps:.0f}{_abc_script(tech.synth_effort, target_ps)}
 opt_clean
 tee -q -o mapped_stat.json stat -json -top {top} {stat_libs}
 write_json mapped.json

@@ -267,6 +267,22 @@ def test_asap7_library_maps_and_times(work_dir):
     assert 0.25 < ratio < 4
 
 
+def test_abc_target_is_the_period_less_the_measured_register_overhead():
+    """The register overhead comes from the library's own flop (OpenSTA on a two-flop chain) and ABC's target is
+    the period less it; a clock the flops alone cannot meet keeps a tenth of the period."""
+    from vrex.synth.mapped import abc_delay_target_ps
+    from vrex.synth.register_overhead import register_overhead_ps
+
+    sky, asap7 = register_overhead_ps(resolve_library("sky130")), register_overhead_ps(resolve_library("asap7"))
+    assert 150 < sky < 800 and 30 < asap7 < 200 and asap7 < sky / 2     # dfxtp ≈ 0.38 ns, DFFHQ ≈ 78 ps
+    assert abc_delay_target_ps(100, sky) == pytest.approx(10_000 - sky)
+    assert abc_delay_target_ps(100, 0) == pytest.approx(10_000)
+    assert abc_delay_target_ps(5000, sky) == pytest.approx(20)
+    r = component_figures("hamming_lanes", TINY, activity=False)
+    assert r["register_overhead_ps"] == pytest.approx(sky)
+    assert r["abc_delay_target_ps"] == pytest.approx(1e6 / r["clock_mhz"] - sky)
+
+
 def test_cached_record_is_reused():
     a = component_figures("hamming_lanes", TINY, activity=False)
     b = component_figures("hamming_lanes", TINY, activity=False)
