@@ -1,6 +1,6 @@
 """DRE top: the HCU, the WTU (with its GQA aggregation) and the KVMU behind one component, with control and status."""
 
-from amaranth import Module, Signal
+from amaranth import Module, Mux, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -12,7 +12,8 @@ from .wtu import WTU
 __all__ = ["DRE", "DRE_COUNTERS"]
 
 # Status counters: name -> meaning. Each is `dre.counter_bits` wide, counts events at the DRE's own ports (the
-# handshake of a transfer, or a strobe of a block), wraps around, and is zeroed by reset or by `clear`.
+# handshake of a transfer, or a strobe of a block) one cycle after they happen (the increment is registered),
+# wraps around, and is zeroed by reset or by `clear`.
 DRE_COUNTERS = {
     "cycles": "clock cycles",
     "hcu_busy_cycles": "cycles in which the HCU holds work (items buffered or in flight, or an assignment waiting)",
@@ -153,11 +154,25 @@ class DRE(wiring.Component):
         # A WTU job is active from its first count beat until its aggregated mask has been delivered.
         active = _flag(m, set_=c_fire, clear=s_end)
         increments["wtu_active_cycles"] = active | c_fire
+        # Each increment is registered and added one cycle after its event, so no block's strobe logic and a
+        # counter's carry share a cycle (the DRE's critical path on ASAP7 was hcu.scan_stop → a 32-bit counter's
+        # carry chain). Events in cycles with `clear` high are not counted.
         with m.If(self.clear):
             m.d.sync += [getattr(st, name).eq(0) for name in DRE_COUNTERS]
         with m.Else():
-            m.d.sync += [getattr(st, name).eq(getattr(st, name) + inc) for name, inc in increments.items()]
+            m.d.sync += [getattr(st, name).eq(getattr(st, name) + _registered(m, inc, self.clear, name))
+                         for name, inc in increments.items()]
         return m
+
+
+def _registered(m, increment, clear, name):
+    """``increment`` one cycle later (0 after a cycle with ``clear``); a constant stays a constant."""
+    if isinstance(increment, int):
+        return increment
+    value = Value.cast(increment)
+    reg = Signal(value.shape(), name=f"{name}_inc")
+    m.d.sync += reg.eq(Mux(clear, 0, value))
+    return reg
 
 
 def _flag(m, *, set_, clear):
