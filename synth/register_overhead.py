@@ -10,13 +10,15 @@ Measured, not assumed: a two-flop chain is mapped exactly as the flow maps regis
 ``dfflibmap`` adds), and OpenSTA times the register-to-register path with an ideal clock. The overhead is the
 arrival at the launching flop's output pin (clock-to-output with one gate as load) plus the library setup time of
 the capturing flop. It is a lower bound: real flops drive more load. Cached per library and tool versions in the
-library's build folder.
+library's build folder (``register_overhead.json``); the tool runs use a folder per process, removed after.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 
 from vrex.errors import ToolFailedError
 from vrex.tools import require
@@ -48,8 +50,7 @@ def register_overhead_ps(lib) -> float:
     """Clock-to-output + setup (ps) of ``lib``'s mapped register (see the module docstring).
 
     Raises ToolFailedError when Yosys or OpenSTA fail or the path report cannot be read."""
-    work = lib.directory / "register_overhead"
-    cache = work / "overhead.json"
+    cache = lib.directory / "register_overhead.json"
     tools = {"yosys": require("yosys").version, "sta": _sta_version(), "dont_use": list(lib.dont_use),
              "seq": [f.name for f in lib.seq_files], "v": 1}
     try:
@@ -58,6 +59,7 @@ def register_overhead_ps(lib) -> float:
             return float(cached["overhead_ps"])
     except (FileNotFoundError, json.JSONDecodeError, KeyError, TypeError, ValueError):
         pass
+    work = lib.directory / f"register_overhead.{os.getpid()}"     # a folder per process: report workers race
     work.mkdir(parents=True, exist_ok=True)
     lib.copy_into(work)
     (work / "flop_pair.v").write_text(_FLOP_PAIR)
@@ -93,9 +95,10 @@ report_checks -path_delay max -digits 4 -format full
     clk_to_q = float(after_clock[1][1])
     setup_time = -float(setup.group(1))
     overhead = (clk_to_q + setup_time) * lib.time_unit_ns * 1000.0
-    tmp = cache.with_name("overhead.json.tmp")
+    tmp = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps({"tools": tools, "overhead_ps": overhead, "clock_to_output_ps":
                                clk_to_q * lib.time_unit_ns * 1000.0, "setup_ps": setup_time * lib.time_unit_ns
                                * 1000.0}))
     tmp.replace(cache)
+    shutil.rmtree(work, ignore_errors=True)
     return overhead
