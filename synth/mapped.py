@@ -36,7 +36,7 @@ from vrex.errors import ToolFailedError
 from .memories import MemoryInfo, find_memories, macro_liberty, swap_srams
 from .yosys import read_stat, run_yosys_once
 
-__all__ = ["MappedDesign", "abc_delay_target_ps", "map_design"]
+__all__ = ["MappedDesign", "abc_delay_target_ps", "liberty_args", "map_design"]
 
 
 @dataclass
@@ -74,6 +74,15 @@ def _abc_script(effort: str, target_ps: float) -> str:
 
 def _module_name(name: str) -> str:
     return name[1:] if name.startswith("\\") else name
+
+
+def liberty_args(lib) -> tuple[str, str, str]:
+    """The ``dfflibmap`` libraries, the ``abc`` libraries and the ``-dont_use`` options of ``lib`` (how the flow
+    maps flops and logic; :mod:`vrex.synth.register_overhead` maps its flop chain the same way)."""
+    seq = " ".join(f"-liberty {f.name}" for f in lib.seq_files)
+    libs = " ".join(f"-liberty {f.name}" for f in lib.files)
+    dont = "".join(f" -dont_use {p}" for p in lib.dont_use)
+    return seq, libs, dont
 
 
 def abc_delay_target_ps(clock_mhz: float, register_overhead_ps: float) -> float:
@@ -117,9 +126,7 @@ write_json coarse.json
     target_ps = abc_delay_target_ps(clock_mhz, register_overhead_ps)
     cap = tech.output_load_pf / lib.cap_unit_pf
     (work / "abc.constr").write_text(f"set_driving_cell {lib.drive_cell}\nset_load {cap:g}\n")
-    seq = " ".join(f"-liberty {f.name}" for f in lib.seq_files)
-    libs = " ".join(f"-liberty {f.name}" for f in lib.files)
-    dont = "".join(f" -dont_use {p}" for p in lib.dont_use)
+    seq, libs, dont = liberty_args(lib)
     stat_libs = libs + (" -liberty macros.lib" if srams else "")
     run_yosys_once(f"""\
 {read_macros}read_json {source}

@@ -23,7 +23,8 @@ import shutil
 from vrex.errors import ToolFailedError
 from vrex.tools import require
 
-from .sta import _run
+from .mapped import liberty_args
+from .sta import run_sta
 from .yosys import run_yosys
 
 __all__ = ["register_overhead_ps"]
@@ -42,16 +43,12 @@ endmodule
 _PATH_LINE = re.compile(r"^\s*(-?[0-9.]+)\s+(-?[0-9.]+)\s+[\^v]\s+(\S+)\s+\((\S+)\)", re.M)
 
 
-def _sta_version() -> str:
-    return require("sta").version or ""
-
-
 def register_overhead_ps(lib) -> float:
     """Clock-to-output + setup (ps) of ``lib``'s mapped register (see the module docstring).
 
     Raises ToolFailedError when Yosys or OpenSTA fail or the path report cannot be read."""
     cache = lib.directory / "register_overhead.json"
-    tools = {"yosys": require("yosys").version, "sta": _sta_version(), "dont_use": list(lib.dont_use),
+    tools = {"yosys": require("yosys").version, "sta": require("sta").version or "", "dont_use": list(lib.dont_use),
              "seq": [f.name for f in lib.seq_files], "v": 1}
     try:
         cached = json.loads(cache.read_text())
@@ -63,9 +60,7 @@ def register_overhead_ps(lib) -> float:
     work.mkdir(parents=True, exist_ok=True)
     lib.copy_into(work)
     (work / "flop_pair.v").write_text(_FLOP_PAIR)
-    seq = " ".join(f"-liberty {f.name}" for f in lib.seq_files)
-    libs = " ".join(f"-liberty {f.name}" for f in lib.files)
-    dont = "".join(f" -dont_use {p}" for p in lib.dont_use)
+    seq, libs, dont = liberty_args(lib)
     run_yosys(f"""\
 read_verilog flop_pair.v
 synth -top vrex_flop_pair
@@ -77,7 +72,7 @@ write_verilog -noattr -noexpr -nohex -nodec netlist.v
 """, work, "map")
     period = 100.0 / lib.time_unit_ns          # 100 ns in library units: the path always has positive slack
     reads = "\n".join(f"read_liberty {f.name}" for f in lib.files)
-    out = _run(f"""\
+    out = run_sta(f"""\
 {reads}
 read_verilog netlist.v
 link_design vrex_flop_pair

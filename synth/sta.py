@@ -19,7 +19,7 @@ from pathlib import Path
 from vrex.errors import ToolFailedError
 from vrex.tools import find
 
-__all__ = ["run_timing", "run_power"]
+__all__ = ["run_sta", "run_timing", "run_power"]
 
 
 def _header(mapped, lib, clock_mhz: float, tech) -> str:
@@ -40,7 +40,8 @@ set_load {load:.6g} [all_outputs]
 """
 
 
-def _run(tcl: str, work: Path, name: str) -> str:
+def run_sta(tcl: str, work: Path, name: str) -> str:
+    """Run the Tcl script ``tcl`` as ``<name>.tcl`` in ``work`` with OpenSTA; its output (also in ``<name>.log``)."""
     sta = find("sta")
     if not sta.found:
         raise ToolFailedError(f"OpenSTA is not installed; install it with: {sta.install}")
@@ -67,7 +68,7 @@ def _run(tcl: str, work: Path, name: str) -> str:
 
 def run_timing(mapped, lib, clock_mhz: float, tech) -> dict:
     """Worst setup slack at ``clock_mhz``; ``critical_path_ns = period - slack``; ``fmax = 1 / critical path``."""
-    out = _run(_header(mapped, lib, clock_mhz, tech) + """\
+    out = run_sta(_header(mapped, lib, clock_mhz, tech) + """\
 report_checks -path_delay max -digits 4 -format full
 puts "VREX_WNS [worst_slack -max]"
 """, mapped.directory, "sta_timing")
@@ -96,7 +97,7 @@ def run_power(mapped, lib, clock_mhz: float, tech, *, activity_tcl: str | None =
     else:
         (mapped.directory / f"activity_{tag}.tcl").write_text(activity_tcl)
         annot = f"source activity_{tag}.tcl\n"
-    out = _run(_header(mapped, lib, clock_mhz, tech) + annot + "report_power -digits 8\n", mapped.directory,
+    out = run_sta(_header(mapped, lib, clock_mhz, tech) + annot + "report_power -digits 8\n", mapped.directory,
                f"sta_power_{tag}")
     rows = {}
     for name in ("Sequential", "Combinational", "Macro", "Pad", "Total"):

@@ -1,6 +1,7 @@
 """DRE top: HCU + WTU behind one component, against the golden model, with its status counters."""
 
 import pytest
+from amaranth import Value
 
 import mutants
 from conftest import params, simulators
@@ -101,8 +102,10 @@ def test_cocotb_catches_a_wrong_reference(simulator, work_dir):
 def test_generic_figures_are_the_blocks_plus_counters():
     cfg = BY_ID["dre-tiny"].config()
     dre, hcu, wtu, kvmu = (generic_figures(emit(c, cfg)) for c in ("dre", "hcu", "wtu", "kvmu"))
-    # the status counters, their registered increments (all 1 bit but the two row sums) and the WTU-active flag
-    increment_bits = (len(DRE_COUNTERS) - 3) + 2 * cfg.dre.counter_bits
+    # the status counters, their registered increments and the WTU-active flag; the increments are 1 bit (`cycles`
+    # adds a constant), but the two row sums, which are `last` (1 bit) × the row's field
+    row = DRE.from_config(cfg).rows.payload
+    increment_bits = (len(DRE_COUNTERS) - 3) + sum(1 + len(Value.cast(f)) for f in (row.selected, row.buckets_walked))
     counters = len(DRE_COUNTERS) * cfg.dre.counter_bits + increment_bits + 1
     blocks = hcu["flops"] + wtu["flops"] + kvmu["flops"] + counters
     assert 0.95 * blocks <= dre["flops"] <= blocks      # flattening may merge a few registers across the blocks

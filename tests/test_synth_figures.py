@@ -226,14 +226,14 @@ def test_write_enable_of_a_wide_memory_is_not_a_slow_net(memstage, work_dir):
     """On ASAP7 the 64 per-bit enable pins of the old macro model loaded one cell for 0.77 ns (the enable arrived
     at 1.1 ns); one pin with the kit's load is a gate delay."""
     from vrex.synth.sram import sram_model
-    from vrex.synth.sta import _header, _run
+    from vrex.synth.sta import _header, run_sta
 
     cfg = TINY.with_overrides({"resv.hash_bits": 64})
     lib = resolve_library("asap7")
     m = map_design(emit(memstage, cfg), lib, cfg, work_dir, clock_mhz=100, sram_model=sram_model(None))
     (mem,) = [x for x in m.memories if x.kind == "sram"]
     assert mem.bits == 64 and mem.write_lanes == 1
-    out = _run(_header(m, lib, 100, cfg.technology) + "report_checks -path_delay max -digits 4 -to "
+    out = run_sta(_header(m, lib, 100, cfg.technology) + "report_checks -path_delay max -digits 4 -to "
                "[get_pins -hierarchical *WR_EN*]\n", m.directory, "sta_write_enable")
     arrival = float(re.search(r"^\s*(\S+)\s+data arrival time", out, re.M).group(1)) * lib.time_unit_ns
     assert 0 < arrival < 0.6, out
