@@ -72,10 +72,10 @@ def _trace_options(p) -> None:
 def _load(args):
     from vrex.config import load_config
 
-    from .llm.session import DEFAULT_QUESTION, LLMSpec
-    from .traces import TraceOptions, make_trace
-    from .synthetic import SyntheticSpec
-    from .video import VideoSpec
+    from vrex.golden.traces.llm.session import DEFAULT_QUESTION, LLMSpec
+    from vrex.golden.traces.sources import TraceOptions, make_trace
+    from vrex.golden.traces.synthetic import SyntheticSpec
+    from vrex.golden.traces.video import VideoSpec
 
     cfg = load_config(args.config)
     layers = parse_index_list(args.layers, cfg.model.layers, "layers")
@@ -100,8 +100,8 @@ def _progress(done, total, layer):
 
 
 def _cmd_golden(args) -> int:
-    from .evaluate import METHODS, check_methods, evaluate, format_table
-    from .policies import BaselineSettings
+    from vrex.golden.evaluation.offline import METHODS, check_methods, evaluate, format_table
+    from vrex.golden.resv.policies import BaselineSettings
 
     methods = tuple(m for m in args.methods.split(",") if m) if args.methods else METHODS + ("resv_exact",)
     check_methods(methods, prefix="--methods: ")
@@ -117,7 +117,7 @@ def _cmd_golden(args) -> int:
     cfg, trace, layers, heads, opts = _load(args)
     written = []
     if args.save_trace:
-        from .trace import save_trace
+        from vrex.golden.traces.trace import save_trace
 
         save_trace(trace, outputs["save_trace"])
         written.append(str(outputs["save_trace"]))
@@ -146,7 +146,7 @@ def _cmd_golden(args) -> int:
     if all(report["methods"][m]["frame"]["retrieval_ratio"] is None for m in report["methods"]):
         print("note: nothing was offloaded — the session is shorter than the recent window; use more --frames or a "
               "smaller resv.recent_window_tokens.")
-    from .kvmu import kvmu_report
+    from vrex.golden.dre.kvmu import kvmu_report
 
     kv = report["kvmu"] = kvmu_report(cfg, trace, layers=layers, heads=heads)
     if kv["measured"]:
@@ -160,7 +160,7 @@ def _cmd_golden(args) -> int:
         _write_json(outputs["json"], report)
         written.append(str(outputs["json"]))
     if args.plot:
-        from .plot import plot_ratios
+        from vrex.golden.evaluation.plot import plot_ratios
 
         written.append(str(plot_ratios(report, outputs["plot"])))
     print(f"golden: {d['kind']} trace, {len(methods)} methods, config {cfg.name} ({cfg.hash()}) in "
@@ -185,8 +185,8 @@ def _write_json(path, data) -> None:
 
 def _e2e(args, cfg, opts, report, methods, settings, layers) -> None:
     """Run the LLM with each method's selection in its attention; add ``methods.<m>.e2e`` to the report."""
-    from .llm.e2e import format_e2e, run_e2e
-    from .llm.session import load_session
+    from vrex.golden.evaluation.e2e import format_e2e, run_e2e
+    from vrex.golden.traces.llm.session import load_session
 
     _, session, lm = load_session(cfg, opts, need_model=True)
 
@@ -209,7 +209,8 @@ def _e2e(args, cfg, opts, report, methods, settings, layers) -> None:
 
 
 def _cmd_jobs(args) -> int:
-    from .jobs import record_jobs, save_jobs
+    from vrex.golden.dre.jobs import save_jobs
+    from vrex.golden.resv.block_jobs import record_jobs
 
     out = output_file(args.out, "--out")
     cfg, trace, layers, heads, _ = _load(args)
@@ -223,7 +224,7 @@ def _cmd_jobs(args) -> int:
 
 
 def _cmd_bench(args) -> int:
-    from .benchmark import format_benchmark, format_e2e_benchmark, run_benchmark, run_e2e_benchmark
+    from vrex.golden.evaluation.benchmark import format_benchmark, format_e2e_benchmark, run_benchmark, run_e2e_benchmark
 
     json_out = output_file(args.json, "--json") if args.json else None
     if args.e2e:
@@ -271,7 +272,7 @@ def register(sub) -> None:
 
     j = sub.add_parser("golden-jobs", help="record the HCU/WTU jobs a ReSV session hands to the block references",
                        description="Run a ReSV session on a trace and write the HCU and WTU jobs it produced (JSON, "
-                                   "vrex.golden.jobs.load_jobs reads it): trace-driven stimulus for the RTL benches.")
+                                   "vrex.golden.dre.jobs.load_jobs reads it): trace-driven stimulus for the RTL benches.")
     _config_option(j)
     _trace_options(j)
     j.add_argument("--max-jobs", type=int, metavar="N", help="at most N jobs of each kind")

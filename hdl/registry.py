@@ -40,31 +40,31 @@ def get_component(name: str) -> ComponentSpec:
 def _load_all():
     if COMPONENTS:
         return
-    from .hamming_lanes import HammingLanes
+    from vrex.hdl.dre.hamming_lanes import HammingLanes
 
     register(ComponentSpec("hamming_lanes", "vrex_hamming_lanes",
                            "HCU lane array: lanes x (XOR + popcount + compare with threshold)",
                            HammingLanes.from_config))
-    from .hcu import HCU
+    from vrex.hdl.dre.hcu import HCU
 
     register(ComponentSpec("hcu", "vrex_hcu",
                            "Hash-bit cluster unit: nearest open cluster by Hamming distance, lanes x bit slices, "
                            "early exit, code memory and current-frame buffer", HCU.from_config))
 
-    from .wtu import WTU
+    from vrex.hdl.dre.wtu.linear import WTU
 
     register(ComponentSpec("wtu", "vrex_wtu",
                            "WiCSum threshold unit: per-row cluster masks (early-exit / histogram WiCSum or top-k) "
                            "and the OR-aggregated mask per GQA group", WTU.from_config))
 
-    from .kvmu import KVMU
+    from vrex.hdl.dre.kvmu import KVMU
 
     register(ComponentSpec("kvmu", "vrex_kvmu",
                            "KV memory-hierarchy manager: evicts the oldest KV to cluster-contiguous host block chains, "
                            "prefetches selected clusters into staging; coalescer, burst legaliser, AXI4 masters",
                            KVMU.from_config))
 
-    from .dre import DRE
+    from vrex.hdl.dre.top import DRE
 
     register(ComponentSpec("dre", "vrex_dre",
                            "DRE top: HCU + WTU with GQA aggregation + KVMU with its AXI4 masters, control inputs and status "

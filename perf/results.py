@@ -7,6 +7,9 @@ the design sweep ``configs/sweeps/perf/edge-40k.yaml`` (``vrex.perf.design_sweep
 their provenance (config hashes, git revision, tool versions, inputs). The sentences around the tables are built
 from the same numbers, so re-running it after new measurements updates the text too. The file is written
 atomically (temporary file, then rename).
+
+Why one file of over 500 lines: it is one document whose sections are written in order, each from the same
+evaluated configs.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VREX_VENV:-.venv}
 PYTHON=${PYTHON:-python3}
-# chromium: the report's browser test (tests/test_report_browser.py)
+# chromium: the report's browser test (tests/synth/test_report_browser.py)
 APT_PACKAGES="iverilog opensta ccache liblz4-dev make g++ chromium"
 
 missing=()

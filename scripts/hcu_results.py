@@ -4,20 +4,20 @@
     .venv/bin/python scripts/hcu_results.py --figures    # also generic Yosys figures (the edge case: ~10 min)
 
 Cycles are measured in amaranth.sim with no back-pressure and compared with the formula and with the exact cycle
-model (vrex.golden.hcu.hcu_cycles); the large-workload statistics use that model, which the tests prove equal to
+model (vrex.golden.dre.hcu.reference.hcu_cycles); the large-workload statistics use that model, which the tests prove equal to
 the RTL on every case of sim/cases.py HCU_CASES.
 """
 
 import argparse
 import random
 
-from vrex.golden.hcu import early_exit_saving, hcu_cycles_for, hcu_worst_token_cycles
-from vrex.golden.jobs import HCUJob, random_jobs
-from vrex.hdl.hcu import HCU
+from vrex.golden.dre.hcu.reference import early_exit_saving, hcu_cycles_for, hcu_worst_token_cycles
+from vrex.golden.dre.jobs import HCUJob, random_jobs
+from vrex.hdl.dre.hcu import HCU
 from vrex.paths import git_revision
 from vrex.sim.amaranth_run import run_amaranth
 from vrex.sim.cases import HCU_CASES
-from vrex.sim.hcu import make_bench, measure_cycles, model_timings, token_cycles_from_result
+from vrex.sim.dre.hcu import make_bench, measure_cycles, model_timings, token_cycles_from_result
 from vrex.tools import tool_versions
 
 

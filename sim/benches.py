@@ -2,7 +2,7 @@
 
 A bench module provides a ``JOB_KIND`` ("hcu", "wtu" or "both": which recorded block jobs its ``jobs=``
 takes; absent when it takes none), ``make_bench(cfg, n=, seed=, p_valid=, p_ready=, reference=, jobs=None) ->
-StreamBench`` (``jobs``: recorded block jobs from vrex.golden.jobs for trace-driven stimulus, where the block
+StreamBench`` (``jobs``: recorded block jobs from vrex.golden.dre.jobs for trace-driven stimulus, where the block
 has jobs) and optionally ``measure_cycles(cfg) -> dict`` (named cycle figures that the report and the
 performance model consume).
 """
@@ -14,11 +14,11 @@ from vrex.errors import UsageError
 __all__ = ["BENCH_MODULES", "bench_for", "cycles_for", "job_kind", "trace_jobs", "trace_stimulus_for", "runs_itself"]
 
 BENCH_MODULES = {
-    "hamming_lanes": "vrex.sim.hamming_lanes",
-    "wtu": "vrex.sim.wtu",
-    "hcu": "vrex.sim.hcu",
-    "dre": "vrex.sim.dre",
-    "kvmu": "vrex.sim.kvmu",
+    "hamming_lanes": "vrex.sim.dre.hamming_lanes",
+    "wtu": "vrex.sim.dre.wtu.bench",
+    "hcu": "vrex.sim.dre.hcu",
+    "dre": "vrex.sim.dre.top",
+    "kvmu": "vrex.sim.dre.kvmu.bench",
     "mac_tree": "vrex.sim.lxe.mac_tree",
     "dpe": "vrex.sim.lxe.dpe",
     "vpe": "vrex.sim.lxe.vpe",
@@ -63,11 +63,13 @@ def job_kind(component: str):
 def trace_jobs(cfg, component: str, trace: str, *, frames=None, layers=None, seed: int = 0, max_jobs=None,
                save=None):
     """Recorded block jobs for ``component`` from a trace: a jobs JSON file, or "synthetic" / "video" / a trace
-    file run through a ReSV session (vrex.golden.jobs.record_jobs with ``frames``, ``layers``, ``seed`` and
+    file run through a ReSV session (vrex.golden.resv.block_jobs.record_jobs with ``frames``, ``layers``, ``seed`` and
     ``max_jobs``); ``save``: a jobs JSON file to write a recorded session's HCU and WTU jobs to."""
     from pathlib import Path
 
-    from vrex.golden.jobs import load_jobs, record_jobs, save_jobs
+    from vrex.golden.dre.jobs import load_jobs, save_jobs
+
+    from vrex.golden.resv.block_jobs import record_jobs
 
     kind = job_kind(component)
     own = trace_stimulus_for(component)
@@ -77,8 +79,8 @@ def trace_jobs(cfg, component: str, trace: str, *, frames=None, layers=None, see
         raise UsageError(f"component {component!r} takes random stimulus only; --trace applies to components that "
                          "replay recorded block jobs.")
     if kind == "kvmu":
-        from vrex.golden.kvmu import session_jobs
-        from vrex.golden.traces import TraceOptions, make_trace
+        from vrex.golden.dre.kvmu import session_jobs
+        from vrex.golden.traces.sources import TraceOptions, make_trace
 
         t = make_trace(cfg, trace, layers=layers, options=TraceOptions(frames=frames, seed=seed))
         return session_jobs(cfg, t, layers=layers, max_jobs=max_jobs)

@@ -41,9 +41,9 @@ HAMMING_LANES_CASES = [
                                      "dre.hcu.code_memory_bytes": 512}),
 ]
 
-# ReSV session variants (tests/test_golden_session.py): the session's recorded HCU/WTU jobs must replay through the
+# ReSV session variants (tests/golden/test_session.py): the session's recorded HCU/WTU jobs must replay through the
 # block references under each; they are also trace-driven stimulus configs for the HCU and WTU benches
-# (vrex.golden.jobs.record_jobs). "fill-*" cases exercise a full HCU code memory.
+# (vrex.golden.resv.block_jobs.record_jobs). "fill-*" cases exercise a full HCU code memory.
 RESV_SESSION_CASES = [
     Case("session-default", "tiny"),
     Case("session-fill-spill", "tiny", {"resv.preload": "fill", "dre.hcu.full_policy": "spill",
@@ -61,7 +61,7 @@ RESV_SESSION_CASES = [
 ]
 __all__ += ["RESV_SESSION_CASES"]
 
-# WTU (hdl/wtu.py): every mode, lanes 1 to 16 (also not a power of two), 2 to 16 buckets, both transforms, score /
+# WTU (hdl/dre/wtu/linear.py): every mode, lanes 1 to 16 (also not a power of two), 2 to 16 buckets, both transforms, score /
 # count widths 10/5, 12/8 and 16/16, capacities that are not powers of two.
 WTU_CASES = [
     Case("wtu-edge-early_exit", "edge", LINEAR),          # 16 lanes, 16 buckets, Q8.8, 16-bit counts, 4096/row
@@ -79,7 +79,7 @@ WTU_CASES = [
                                          "dre.wtu.ratio_bits": 6, "dre.wtu.score_memory_bytes": 30,
                                          "dre.wtu.count_memory_bytes": 15}),
     Case("wtu-buckets2", "tiny", {"dre.wtu.buckets": 2, "dre.wtu.lanes": 2, "dre.wtu.score_memory_bytes": 60}),
-    # exp2 datapath (hdl/wtu_exp.py): tiny; 3 lanes, 5 bins of 4 octaves, a one-entry LUT, two refinement passes of
+    # exp2 datapath (hdl/dre/wtu/exp.py): tiny; 3 lanes, 5 bins of 4 octaves, a one-entry LUT, two refinement passes of
     # 4 sub-bins, no optional pipeline register; one lane, 1-octave bins, three passes of 2 sub-bins, 4-bit ratio
     Case("wtu-tiny-exp2", "tiny", EXP2),
     Case("wtu-exp2-3lanes-2passes-p1", "tiny", {**EXP2, "dre.wtu.lanes": 3, "dre.wtu.score_memory_bytes": 72,
@@ -108,7 +108,7 @@ HCU_CASES = [
                                         "dre.hcu.bits_per_cycle": 3, "dre.hcu.pipeline_stages": 3}),
 ]
 
-# DRE top (hdl/dre.py): the paper's edge blocks, and mixes of HCU schedules with every WTU mode.
+# DRE top (hdl/dre/top.py): the paper's edge blocks, and mixes of HCU schedules with every WTU mode.
 DRE_CASES = [
     Case("dre-tiny", "tiny"),
     Case("dre-edge", "edge"),
@@ -137,7 +137,7 @@ LXE_CASES = [
     Case("tree64-edge", "edge"),                                        # the paper's core: 64 x 64, 64 lanes
 ]
 __all__ += ["LXE_CASES"]
-# KVMU (hdl/kvmu): AXI data widths 64 to 512, narrow (8-beat) and wide (64/256-beat) bursts, coalescing off and on,
+# KVMU (hdl/dre/kvmu): AXI data widths 64 to 512, narrow (8-beat) and wide (64/256-beat) bursts, coalescing off and on,
 # 1 to 8 outstanding bursts, frame and token eviction, sinks; every device capacity holds just the recent window plus
 # one step (89 to 120 tokens per context), so once the ring is full every frame evicts. Small tables keep the
 # memories of the bench (filled with a guard pattern) in the megabytes.

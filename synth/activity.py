@@ -3,7 +3,7 @@
 The stimulus is the component's own bench (``vrex.sim.benches.bench_for``), so the run is also a check: every
 output transaction is compared with the golden model, and a mismatch stops the figures (a wrong design has no
 meaningful power). Trace-driven stimulus is the block jobs a ReSV session on the synthetic or video trace hands
-to the block (``vrex.golden.jobs.record_jobs`` on three layers), when the bench replays jobs (``JOB_KIND``);
+to the block (``vrex.golden.resv.block_jobs.record_jobs`` on three layers), when the bench replays jobs (``JOB_KIND``);
 otherwise the bench's random stimulus is used. The record says which stimulus was used and why.
 
 A stimulus longer than ``technology.activity_max_cycles`` is cut there, which bounds the run time of blocks whose

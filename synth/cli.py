@@ -46,7 +46,7 @@ def _cmd_verilog(args) -> int:
 
 
 def _print_library_figures(r) -> None:
-    from .report import fmt_value
+    from .text import fmt_value
 
     lib = r.get("liberty")
     if not lib:

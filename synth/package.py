@@ -113,7 +113,7 @@ def write_package(folder: Path, component: str, spec, dut, verilog_text: str, cf
 
 def _testbench(component: str, interface: dict, cfg) -> str:
     """The ``sim`` target's testbench: the component's golden bench (random stimulus, seed 1) replayed in Verilog
-    (a bench with AXI4 memories, the KVMU's, with the testbench's own AXI slaves: vrex.sim.verilog_kvmu_bench), or
+    (a bench with AXI4 memories, the KVMU's, with the testbench's own AXI slaves: vrex.sim.dre.kvmu.verilog_bench), or
     the idle test when it has no bench that a plain Verilog testbench can replay."""
     from vrex.sim.bench import StreamBench
     from vrex.sim.benches import BENCH_MODULES, bench_for, runs_itself
@@ -124,7 +124,7 @@ def _testbench(component: str, interface: dict, cfg) -> str:
     origin = (f"Vectors: the {component} bench of vrex.sim ({BENCH_TRANSACTIONS} random input transactions, seed "
               "1), expected outputs from the golden model.")
     if component == "kvmu":
-        from vrex.sim.verilog_kvmu_bench import kvmu_testbench, usable_kvmu_bench
+        from vrex.sim.dre.kvmu.verilog_bench import kvmu_testbench, usable_kvmu_bench
 
         bench = bench_for(component)(cfg, n=BENCH_TRANSACTIONS, seed=1, p_valid=p, p_ready=p, fill=False, pages=True,
                                      address_records=True)

@@ -15,8 +15,9 @@ from pathlib import Path
 from vrex.paths import build_dir, git_revision, pdk_source
 from vrex.tools import find
 
-from .figures import figure_tools
+from .measured import figure_tools
 from .html import markdown_to_html
+from .text import fmt_value
 from .lint import verilator_lint
 from .paper import CORE_TOTAL, DRE_MEMORY_KB, PAPER_BLOCKS, PAPER_NODE, TABLE_III
 from .parallel import run_jobs
@@ -79,11 +80,6 @@ def collect_figures(cfg, *, workers: int = 2, liberty=None, clock_mhz=None, tran
     from .core_section import core_summary
 
     return {"meta": meta, "components": components, "core": core_summary(components, cfg)}
-
-
-def fmt_value(v, fmt="{:.4g}", none="—") -> str:
-    """A figure for the text: ``fmt`` applied to ``v``, ``none`` when it is missing."""
-    return none if v is None else fmt.format(v)
 
 
 def _scaled(rec, key):

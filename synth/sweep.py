@@ -40,7 +40,7 @@ from vrex.config import load_config
 from vrex.errors import ConfigError, UsageError
 from vrex.paths import build_dir, git_revision, safe_name
 
-from .figures import figure_tools
+from .measured import figure_tools
 from .parallel import DaskCluster, run_jobs
 from .report import flat_numbers
 

@@ -2,9 +2,9 @@
 
 import dataclasses
 
-import vrex.golden.wtu as gw
-from vrex.golden.hamming import hamming_lanes
-from vrex.golden.hcu import HCUResult, hcu_assign
+import vrex.golden.dre.wtu.linear as gw
+from vrex.golden.dre.hamming_lanes import hamming_lanes
+from vrex.golden.dre.hcu.reference import HCUResult, hcu_assign
 
 
 def lanes_less_equal(query, refs, ref_valid, threshold):
@@ -56,14 +56,14 @@ def wtu_exp2_skips_refinement(scores, counts, **kw):
 
 def wtu_exp2_reversed_lut(scores, counts, **kw):
     """WTU exp2: the 2^fraction LUT read in reverse (fraction index bits inverted)."""
-    from vrex.golden.wtu_exp import exp_lut, select_exp2
+    from vrex.golden.dre.wtu.exp import exp_lut, select_exp2
     exp = kw["exp"]
     lut = tuple(reversed(exp_lut(exp.lut_entries, exp.mantissa_bits)))
     return select_exp2(list(scores), list(counts), ratio_q=kw["ratio_q"], ratio_bits=kw["ratio_bits"], params=exp,
                        lut=lut)
 
 
-# ---- performance model: deliberately wrong device tiers (tests/test_perf_tier.py must catch them) ----------------
+# ---- performance model: deliberately wrong device tiers (tests/perf/test_perf_tier.py must catch them) ----------------
 
 
 def _perf_tier():
@@ -197,9 +197,9 @@ def dpe_load_to_wrong_group(**kw):
     return Model(**kw)
 
 
-# ---- KVMU golden references (tests/test_kvmu.py): each must make the RTL bench report a mismatch ----------------
+# ---- KVMU golden references (tests/dre/test_kvmu.py): each must make the RTL bench report a mismatch ----------------
 
-from vrex.golden.kvmu import Burst, Coalescer, KVMUModel, legalise as _legalise  # noqa: E402
+from vrex.golden.dre.kvmu import Burst, Coalescer, KVMUModel, legalise as _legalise  # noqa: E402
 
 
 class KVMUSplitsPastTheBoundary(KVMUModel):
@@ -225,7 +225,7 @@ class KVMUDropsTheLastBeat(KVMUModel):
 
 class _InvertedGap(Coalescer):
     def mergeable(self, p, r):
-        from vrex.golden.kvmu import PREFETCH
+        from vrex.golden.dre.kvmu import PREFETCH
 
         if r.mode != PREFETCH:
             return super().mergeable(p, r)

@@ -113,7 +113,8 @@ def test_sim_trace_driven(capsys, tmp_path):
                        "synthetic", "-n", "6", "--frames", "12")
     assert code == 0 and out.startswith("PASS: wtu")
     from vrex.config import load_config
-    from vrex.golden.jobs import record_jobs, save_jobs
+    from vrex.golden.dre.jobs import save_jobs
+    from vrex.golden.resv.block_jobs import record_jobs
 
     hcu, wtu = record_jobs(load_config("tiny"), "synthetic", frames=12, max_jobs=4)
     save_jobs(tmp_path / "jobs.json", hcu, wtu)

@@ -1,6 +1,6 @@
 """The retrieval path in the LXE's numerics: where the float ReSV session and the BF16 hardware meet.
 
-The float session (:mod:`vrex.golden.resv`) hashes float32 keys, keeps float64 key sums and scores in float32 before
+The float session (:mod:`vrex.golden.resv.session`) hashes float32 keys, keeps float64 key sums and scores in float32 before
 quantising. The core computes every step on the LXE (docs/formats.md §LXE, §Core), and this module is its
 contract, step by step:
 

@@ -1,7 +1,7 @@
 """The golden ReSV session in the LXE's numerics, and what the core does on each (layer, step).
 
 :class:`LxeNumerics` plugs the LXE's number formats (:mod:`.numerics`) into the ReSV session
-(:class:`vrex.golden.resv.ReSVPolicy` and its :class:`~vrex.golden.cluster_table.ClusterTable`): BF16 hashing on
+(:class:`vrex.golden.resv.session.ReSVPolicy` and its :class:`~vrex.golden.resv.cluster_table.ClusterTable`): BF16 hashing on
 the MAC tree, FP32 key sums and BF16 means on the VPE, scores on the MAC tree and the VPE's fixed-point
 conversion. Everything else (preload staging, the HCU assignment, WiCSum, aggregation, residency) is the session's
 own code, unchanged.
@@ -21,9 +21,9 @@ import torch
 
 from vrex.errors import VrexError
 
-from ..jobs import HCUJob, WTUJob
-from ..kvmu.jobs import Job, mask_beats
-from ..trace import FRAME
+from vrex.golden.dre.jobs import HCUJob, WTUJob
+from vrex.golden.dre.kvmu.jobs import Job, mask_beats
+from vrex.golden.traces.trace import FRAME
 from .numerics import LxeParams, add_key, bf16_rows, hash_code, mean_key, score
 
 __all__ = ["LxeNumerics", "TableSnapshot", "ContextStep", "CoreStep", "core_session", "record_bytes"]
@@ -95,7 +95,7 @@ class ContextStep:
     head: int
     context: int                   # the KVMU's context id (layer · kv_heads + head)
     hcu_jobs: list[HCUJob]
-    assignments: list              # per HCU job: vrex.golden.hcu.HCUResult
+    assignments: list              # per HCU job: vrex.golden.dre.hcu.reference.HCUResult
     wtu_job: WTUJob | None
     row_masks: list[int] | None    # per row: bit j = candidate position j selected
     group_mask: int | None         # OR of the rows
@@ -129,7 +129,7 @@ def _snapshot(numerics: LxeNumerics, head, table, res, end: int) -> TableSnapsho
 
 def core_session(cfg, trace, *, layer: int = 0, steps: int | None = None) -> list[CoreStep]:
     """The first ``steps`` steps (default: all) of the LXE-numerics ReSV session on ``layer`` of ``trace``."""
-    from ..resv import JobRecorder, ReSVPolicy, RecordingDone, run_session
+    from vrex.golden.resv.session import JobRecorder, ReSVPolicy, RecordingDone, run_session
 
     numerics = LxeNumerics(cfg)
     rec = JobRecorder()

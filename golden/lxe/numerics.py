@@ -161,7 +161,7 @@ def exp2_table() -> list[int]:
     """Significands (8 bits, hidden bit included) of 2^(f/128) for f = 0..127, rounded to nearest.
 
     Computed with float64: no entry is within 1e-9 of a rounding tie, which the tests check, so float64 rounds
-    every entry as exact arithmetic would. ``hdl/lxe/vpe_lane.py`` builds the same table with the same formula.
+    every entry as exact arithmetic would. ``hdl/lxe/vpe.py`` builds the same table with the same formula.
     """
     scale = 1 << EXP2_FRAC_BITS
     return [int(2.0 ** (f / scale) * scale + 0.5) for f in range(scale)]

@@ -3,6 +3,9 @@
 ``build_fsm`` adds the FSM to the sequencer's module; ``s`` holds the datapath the sequencer built (memories, the
 SRAM and DMA routing, the converters, the VPE back-end). Every state drives only the streams it uses; data that
 outlives a state (SRAM reads in flight, VPE results, FIFO writes) is routed by tags and modes, not by the state.
+
+Why one file of over 500 lines: the FSM is one ``with m.FSM()`` block whose states share the sequencer's datapath
+handles; split by phase, one state machine would be scattered over files.
 """
 
 from amaranth import Cat, Const, Mux, Signal

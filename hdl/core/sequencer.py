@@ -35,8 +35,8 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ..kvmu.axi import axi4_signature
-from ..kvmu.fifo import Fifo
+from vrex.hdl.dre.kvmu.axi import axi4_signature
+from vrex.hdl.dre.kvmu.fifo import Fifo
 from ..lxe.vpe import VpeOp
 from .dma import HctDma
 from .geometry import CORE_CAUSES, CoreGeometry, command_layout, response_layout

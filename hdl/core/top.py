@@ -13,8 +13,8 @@ from amaranth import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from ..dre import DRE
-from ..kvmu.axi import axi4_signature, connect_port, drive_constants
+from vrex.hdl.dre.top import DRE
+from vrex.hdl.dre.kvmu.axi import axi4_signature, connect_port, drive_constants
 from ..lxe.lxe import LXE
 from ..unused import silence_unused
 from .geometry import CoreGeometry

@@ -17,7 +17,7 @@ class LXE(wiring.Component):
 
     Members: ``dpe_i`` / ``dpe_o`` (:class:`~.dpe.DPE` streams), ``vpe_i`` / ``vpe_o`` (:class:`~.vpe.VPE`),
     ``sram_cmd`` / ``sram_rdata`` (:class:`~.sram.LxeSram`). The top adds no logic and no
-    latency; the sequencer of the core routes between them (hdl/core.py).
+    latency; the sequencer of the core routes between them (hdl/core/sequencer.py).
     """
 
     def __init__(self, cfg, *, external=False):

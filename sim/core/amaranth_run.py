@@ -16,7 +16,7 @@ from amaranth.hdl import Value
 from amaranth.sim import Simulator
 
 from ..axi_model import AxiSlave
-from ..kvmu import digest, fill_pattern
+from vrex.sim.dre.kvmu.bench import digest, fill_pattern
 from .bench import COUNTERS, STREAMS
 
 __all__ = ["run_amaranth"]

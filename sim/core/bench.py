@@ -7,7 +7,7 @@ assignment, WTU row and group beat the core forwards, and the digests of the dev
 command (the KVMU's staging area and tables, the resident ring, the core's HC table) and of the used host pool; at
 the end the full device and host images. Memories start filled with a seeded guard pattern, so a stray write shows.
 
-The expected KVMU traffic comes from :class:`vrex.golden.kvmu.KVMUModel` running the session's KVMU jobs (the
+The expected KVMU traffic comes from :class:`vrex.golden.dre.kvmu.KVMUModel` running the session's KVMU jobs (the
 step's token descriptors and cluster masks) with the records the core writes (BF16 K then V of each token); the HC
 table from :func:`vrex.golden.core.write_context` of the session's table after each step.
 :mod:`vrex.sim.core.cocotb_test` plays the host on the streams and serves the four AXI ports with cocotbext-axi
@@ -22,12 +22,12 @@ from pathlib import Path
 
 from vrex.golden.core import core_session, frame_steps, record_bytes, write_context
 from vrex.golden.core.numerics import bf16_rows
-from vrex.golden.hcu import hcu_assign
-from vrex.golden.kvmu import KVMUModel
-from vrex.golden.wtu import select_row
+from vrex.golden.dre.hcu.reference import hcu_assign
+from vrex.golden.dre.kvmu import KVMUModel
+from vrex.golden.dre.wtu.linear import select_row
 
 from ..bench import pack
-from ..kvmu import digest, fill_pattern, final_diffs, region_diffs
+from vrex.sim.dre.kvmu.bench import digest, fill_pattern, final_diffs, region_diffs
 
 __all__ = ["CoreBench", "make_bench", "sram_layout", "STREAMS"]
 
@@ -139,15 +139,15 @@ def make_bench(cfg, *, n: int = 16, seed: int = 1, p_valid: float = 0.7, p_ready
     """The bench of the first ``n`` frame steps of a ReSV session on ``layer`` of the ``trace`` (``synthetic`` or
     ``video``; ``jobs`` may name the trace instead). ``session``: a precomputed ``(trace, core_session steps)``.
     ``reference_hcu`` / ``reference_wtu``: the block references of the expected beats (mutants in the tests)."""
-    from vrex.golden.traces import TraceOptions, make_trace
+    from vrex.golden.traces.sources import TraceOptions, make_trace
     from vrex.hdl.core.geometry import CoreGeometry, command_layout, response_layout
-    from vrex.hdl.hcu import hcu_output_layout, hcu_token_bits
-    from vrex.hdl.wtu_layouts import wtu_group_layout, wtu_row_layout
+    from vrex.hdl.dre.hcu import hcu_output_layout, hcu_token_bits
+    from vrex.hdl.dre.wtu.layouts import wtu_group_layout, wtu_row_layout
 
     from ..bench import leaf_fields
-    from ..hcu import expected_outputs
-    from ..wtu import _expected as wtu_expected
-    from ..wtu import bench_params
+    from vrex.sim.dre.hcu import expected_outputs
+    from vrex.sim.dre.wtu.bench import _expected as wtu_expected
+    from vrex.sim.dre.wtu.bench import bench_params
 
     g = CoreGeometry.from_config(cfg)
     if isinstance(jobs, str):
@@ -174,7 +174,7 @@ def make_bench(cfg, *, n: int = 16, seed: int = 1, p_valid: float = 0.7, p_ready
     model.device.write(0, fill_pattern(fill_seed, cm.end))
     model.host.write(0, fill_pattern(fill_seed + 1, km.host_bytes))
     regions = _regions(cfg)
-    from vrex.golden.hashing import hash_contexts
+    from vrex.golden.resv.hashing import hash_contexts
 
     planes = []
     for _, _, w in hash_contexts(cfg, layer, data, list(range(mdl.kv_heads))):

@@ -21,8 +21,8 @@ from cocotbext.axi import AxiBus
 from vrex.config import Config
 from vrex.sim.cocotb_values import value_int as _int
 from vrex.sim.core.bench import COUNTERS, STREAMS, CoreBench
-from vrex.sim.kvmu import digest, fill_pattern
-from vrex.sim.kvmu_cocotb import Stream, Tier, quiet_and_pause
+from vrex.sim.dre.kvmu.bench import digest, fill_pattern
+from vrex.sim.dre.kvmu.cocotb_test import Stream, Tier, quiet_and_pause
 
 
 

@@ -42,7 +42,7 @@ def measure_cycles(cfg) -> dict:
     """The core's cycle figures: the LXE's (DPE / VPE utilisation on a decoder layer) and the DRE's; the retrieval
     path's cycles per step are :func:`retrieval_path_cycles` on the tiny core cases (docs/results-rtl.md, V-Rex
     core), not part of this record (``retrieval_path_missing`` says so)."""
-    from .. import dre as dre_bench
+    from vrex.sim.dre import top as dre_bench
     from ..lxe import lxe as lxe_bench
 
     lxe, dre = lxe_bench.measure_cycles(cfg), dre_bench.measure_cycles(cfg)

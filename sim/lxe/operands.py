@@ -76,8 +76,8 @@ def session_dots(cfg, *, limit: int = 200, seed: int = 0):
     """Real operand streams of the retrieval path, from a golden ReSV session on the synthetic trace: each key of
     layer 0 against each hyperplane of its context (hash bits), and each query row against the mean keys of the
     clusters (scores), all in BF16 as the LXE receives them. Returns at most ``limit`` dot products."""
-    from vrex.golden.hashing import hash_contexts
-    from vrex.golden.traces import TraceOptions, make_trace
+    from vrex.golden.resv.hashing import hash_contexts
+    from vrex.golden.traces.sources import TraceOptions, make_trace
 
     trace = make_trace(cfg, "synthetic", layers=[0], options=TraceOptions(frames=4, seed=seed))
     data = trace.layers[trace.layer_ids[0]]

@@ -9,7 +9,7 @@ the input stream, one beat per cycle (measured: ``beats_per_cycle``), and the pi
 (``latency``). So the matmul takes ``(Kb · Σ_tiles ceil(cols / L) + M · ceil(N / T) · Kb) / beats_per_cycle +
 latency`` cycles, and its utilisation is ``M·N·K / (cycles · T · n)``: with few rows per frame (``M`` =
 ``model.tokens_per_frame``) the loads are the cost of weight reuse. The VPE works ``L_v`` lanes per beat on vectors
-of length ``v``: ``ceil(v / L_v)`` beats. tests/test_lxe.py checks this model against a cycle-accurate DPE / VPE
+of length ``v``: ``ceil(v / L_v)`` beats. tests/lxe/test_lxe.py checks this model against a cycle-accurate DPE / VPE
 simulation on small shapes.
 
 Work of one decoder layer for one frame (``M = model.tokens_per_frame`` query tokens, context ``C`` =

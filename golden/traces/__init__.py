@@ -1,0 +1,1 @@
+"""Trace sources: synthetic tokens, real video, trained LLMs reading video (llm/), captures and trace files."""

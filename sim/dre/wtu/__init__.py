@@ -1,0 +1,1 @@
+"""The WTU bench (bench.py) and its workload statistics (stats.py)."""

@@ -1,0 +1,85 @@
+"""Loading configs: built-in names and YAML files (with line numbers in errors), and the field docs."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from importlib import resources
+from pathlib import Path
+
+import yaml
+
+from ..errors import ConfigError
+from .convert import _build, _to_plain
+from .top import Config
+
+
+def _key_lines(text: str) -> dict:
+    """Map dotted keys to 1-based line numbers of their values in a YAML document."""
+    lines = {}
+
+    def walk(node, prefix):
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                key = prefix + str(k.value)
+                lines[key] = k.start_mark.line + 1
+                walk(v, key + ".")
+
+    try:
+        walk(yaml.compose(text), "")
+    except yaml.YAMLError:
+        pass
+    return lines
+
+
+def builtin_config_names() -> list[str]:
+    return sorted(p.name[:-5] for p in resources.files("vrex.configs").iterdir() if p.name.endswith(".yaml"))
+
+
+def _resolve(name_or_path) -> tuple[str, str]:
+    """Return (text, source label) for a built-in name (edge, server, smollm2, tiny) or a file path."""
+    p = Path(name_or_path)
+    if p.suffix in (".yaml", ".yml") or os.sep in str(name_or_path) or p.exists():
+        try:
+            return p.read_text(), str(name_or_path)
+        except FileNotFoundError:
+            raise ConfigError("--config", str(name_or_path), "no such file; give a YAML path or one of the built-in "
+                              f"names {', '.join(builtin_config_names())}.") from None
+        except (OSError, UnicodeDecodeError) as e:
+            raise ConfigError("--config", str(name_or_path), f"cannot be read ({e}).") from None
+    res = resources.files("vrex.configs") / f"{name_or_path}.yaml"
+    if not res.is_file():
+        raise ConfigError("--config", str(name_or_path), "is neither a file nor a built-in config; built-in names "
+                          f"are {', '.join(builtin_config_names())}.")
+    return res.read_text(), f"{name_or_path} (built-in)"
+
+
+def load_config(name_or_path=None) -> Config:
+    """Load a config by built-in name or YAML path; ``None`` gives the built-in default (the edge system)."""
+    if name_or_path is None:
+        name_or_path = "edge"
+    text, source = _resolve(name_or_path)
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise ConfigError(None, None, f"malformed YAML: {problem}; fix the syntax at that line.",
+                          source=source, line=line) from None
+    return _build(Config, data or {}, "", source, _key_lines(text))
+
+
+def field_docs(cls=Config, prefix="") -> list[tuple[str, object, str]]:
+    """(dotted key, default, doc) for every leaf parameter, in declaration order."""
+    out = []
+    inst = cls()
+    for f in dataclasses.fields(cls):
+        v = getattr(inst, f.name)
+        if dataclasses.is_dataclass(v):
+            out += field_docs(type(v), prefix + f.name + ".")
+        else:
+            doc = f.metadata.get("doc", "")
+            unit = f.metadata.get("unit")
+            out.append((prefix + f.name, _to_plain(v), doc + (f" [{unit}]" if unit else "")))
+    return out

@@ -1,0 +1,66 @@
+"""The resv section: ReSV algorithm parameters (ReSVConfig)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from .fields import _fail, _Section, param
+
+
+@dataclass(frozen=True)
+class ReSVConfig(_Section):
+    """ReSV algorithm parameters; each resolved open question of the paper is one field (docs/decisions.md)."""
+
+    hash_bits: int = param(32, "N_hp: random hyperplanes = hash code width in bits.", min=2, max=1024)
+    hamming_threshold: int = param(
+        7, "Th_hd: a token joins a cluster whose Hamming distance is strictly below this value.", min=0)
+    wicsum_ratio: float = param(0.6, "Th_r-wics of frame steps: select clusters until the weighted sum exceeds "
+                                "ratio x total.", min=0.0, max=1.0)
+    text_wicsum_ratio: float = param(0.2, "Th_r-wics of question and answer steps (the WTU's ratio input is set per "
+                                     "job).", min=0.0, max=1.0)
+    wicsum_guard: float = param(0.0, "Margin added to both ratios (covers the fixed-point exp's error).",
+                                min=0.0, max=1.0)
+    hyperplanes: Literal["gaussian", "rademacher"] = param(
+        "gaussian", "Hyperplane entry distribution (open question 2).")
+    hyperplane_seed: int = param(0, "Seed of the hyperplanes (fixed per run).", min=0)
+    hyperplane_sharing: Literal["per_layer_head", "per_layer", "global"] = param(
+        "per_layer_head", "Whether each (layer, KV head) has its own hyperplanes (open question 2).")
+    cluster_scope: Literal["kv_head", "layer"] = param(
+        "kv_head", "Clusters per (layer, KV head), or one set per layer over concatenated KV heads (Q1).")
+    hashed_key: Literal["post_rope", "pre_rope"] = param("post_rope", "Which key is hashed and averaged (Q3).")
+    assignment: Literal["nearest", "first"] = param(
+        "nearest", "Nearest open cluster under the threshold (ties to lowest id) or the first one (Q4).")
+    cluster_code: Literal["first", "majority"] = param(
+        "first", "Cluster code: the first member's code, or the bitwise majority of members (Q5).")
+    score_transform: Literal["shift_min", "relu", "exp2", "exp"] = param(
+        "exp2", "Non-negative transform of cluster scores before WiCSum (Q9): linear (shift_min, relu), the "
+                     "WTU's fixed-point softmax weight 2^(s - max) on log2-unit scores (exp2), or float exp (golden "
+                     "only).")
+    selection: Literal["bucketed", "exact"] = param(
+        "bucketed", "WiCSum rule used by ReSV: hardware bucketed early-exit, or exact sorted.")
+    gqa_aggregation: Literal["group", "global"] = param(
+        "group", "OR rows per GQA group (KV head) or over all rows of the layer (Q10).")
+    recent_window_tokens: int = param(
+        1024, "Device-resident recent window per stream (tokens); older KV is offloaded (Q18).", min=1)
+    sink_tokens: int = param(0, "First tokens always attended (attention sinks).", min=0)
+    include_current_frame: bool = param(True, "Current frame's tokens are always attended (Q8).")
+    predict_from: Literal["same_layer", "previous_layer"] = param(
+        "same_layer", "Queries that predict layer l's retrieval: layer l's own, or layer l-1's (Q7).")
+    dense_layers: int = param(0, "First layers that use full attention instead of retrieval (Q7).", min=0)
+    cluster_text_tokens: bool = param(True, "Question/answer tokens are hashed and clustered like frame tokens (Q11).")
+    retrieval_scope: Literal["offloaded", "all"] = param(
+        "offloaded", "WTU rows cover the clusters with offloaded members, each weighted by its offloaded member count "
+                     "(offloaded), or every cluster of the context weighted by its full token count TC_j (all).")
+    preload: Literal["reserve", "fill"] = param(
+        "reserve", "HCU preload: the most recently touched open clusters up to the capacity minus the job's tokens, "
+                   "so every token can open a cluster (reserve), or up to the capacity (fill; a full code memory then "
+                   "follows dre.hcu.full_policy). Open clusters left out are closed for good.")
+    row_overflow: Literal["tile", "error"] = param(
+        "tile", "A WTU row with more clusters than the score memory holds: split it into consecutive tiles of row "
+                "capacity, each thresholded on its own (tile), or stop with an error (error).")
+
+    def _check(self):
+        if self.hamming_threshold > self.hash_bits + 1:
+            _fail("resv.hamming_threshold", self.hamming_threshold,
+                  f"must be ≤ resv.hash_bits + 1 ({self.hash_bits + 1}); larger values accept every code.")
