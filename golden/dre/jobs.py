@@ -36,18 +36,29 @@ class WTUJob:
     context: str
     counts: tuple[int, ...]           # unsigned count_bits, one per cluster
     rows: tuple[tuple[int, ...], ...]  # signed score_bits fixed-point scores, len(row) == len(counts)
+    # resv.threshold_mass = row: per row the resident-mass input (max score, total) (docs/formats.md §WTU row mass);
+    # empty for the offloaded rule
+    resident: tuple[tuple[int, int], ...] = ()
+
+
+def _wtu_dict(job: WTUJob) -> dict:
+    d = asdict(job)
+    if not job.resident:
+        del d["resident"]               # files of the offloaded rule keep their format
+    return d
 
 
 def save_jobs(path, hcu_jobs, wtu_jobs, meta=None) -> None:
     """Write jobs as JSON (``{"meta":…, "hcu":[…], "wtu":[…]}``)."""
     Path(path).write_text(json.dumps({"meta": meta or {}, "hcu": [asdict(j) for j in hcu_jobs],
-                                      "wtu": [asdict(j) for j in wtu_jobs]}))
+                                      "wtu": [_wtu_dict(j) for j in wtu_jobs]}))
 
 
 def load_jobs(path) -> tuple[list[HCUJob], list[WTUJob], dict]:
     d = json.loads(Path(path).read_text())
     hcu = [HCUJob(j["context"], tuple(j["open_codes"]), tuple(j["token_codes"])) for j in d.get("hcu", [])]
-    wtu = [WTUJob(j["context"], tuple(j["counts"]), tuple(tuple(r) for r in j["rows"])) for j in d.get("wtu", [])]
+    wtu = [WTUJob(j["context"], tuple(j["counts"]), tuple(tuple(r) for r in j["rows"]),
+                  tuple(tuple(m) for m in j.get("resident", ()))) for j in d.get("wtu", [])]
     return hcu, wtu, d.get("meta", {})
 
 

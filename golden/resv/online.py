@@ -14,7 +14,10 @@ them, valid up to the current step's end), and for each (step, layer) it
 4. returns the light-attention mask of :func:`vrex.golden.evaluation.offline.light_mask` — sinks ∪ recent window ∪ fetched
    ∪ current step, causal — or ``None`` when nothing is dropped (the caller then runs its unmodified attention).
 
-A policy that offloads nothing (``full``) is not consulted: its mask is always ``None``.
+A policy that offloads nothing (``full``) is not consulted: its mask is always ``None``. Per stage the run reports
+the retrieval ratio, recall and ``fetched_nothing``: the share of (layer, step, KV head) selections with offloaded
+tokens that fetched none (with ``resv.threshold_mass = row``, those whose resident window already held p; the
+policy computes that mass itself from the same :class:`StepContext`, :meth:`StepContext.attended_anyway`).
 
 On the same Q/K the selections equal those of the trace evaluation step for step (tests/golden/test_e2e.py).
 """
@@ -34,14 +37,18 @@ __all__ = ["OnlineRun"]
 
 
 class _Tally:
+    FIELDS = ("offloaded", "fetched", "rows", "recall", "selections", "nothing")
+
     def __init__(self):
         self.offloaded = self.fetched = self.rows = 0
-        self.recall = 0.0
+        self.selections = self.nothing = 0          # (layer, step, KV head) selections with offloaded tokens; of
+        self.recall = 0.0                           # them, the ones that fetched nothing
 
     def as_dict(self, offloads: bool) -> dict:
         return {"retrieval_ratio": (self.fetched / self.offloaded if offloads else 1.0) if self.offloaded else None,
                 "recall": self.recall / self.rows if self.rows else None,
-                "fetched_tokens": self.fetched if offloads else 0, "offloaded_tokens": self.offloaded}
+                "fetched_tokens": self.fetched if offloads else 0, "offloaded_tokens": self.offloaded,
+                "fetched_nothing": self.nothing / self.selections if self.selections else None}
 
 
 class OnlineRun:
@@ -110,6 +117,8 @@ class OnlineRun:
         t = self.tally[step.substage]
         t.offloaded += n_off * len(self.heads)
         t.fetched += got
+        t.selections += len(fetched)
+        t.nothing += sum(1 for f in fetched if not len(f))      # the window held p (resv.threshold_mass = row)
         if probs is not None:
             t.rows += probs.shape[0] * probs.shape[1]
             t.recall += float((probs * mask).sum())
@@ -124,7 +133,7 @@ class OnlineRun:
         off = self.policy.offloads
         text = _Tally()
         for st in ("question", "answer"):
-            for f in ("offloaded", "fetched", "rows", "recall"):
+            for f in _Tally.FIELDS:
                 setattr(text, f, getattr(text, f) + getattr(self.tally[st], f))
         return {"frame": self.tally["frame"].as_dict(off), "text": text.as_dict(off),
                 **{st: self.tally[st].as_dict(off) for st in ("question", "answer")}}

@@ -108,6 +108,21 @@ class StepContext:
     def group(self) -> int:
         return self.data.q.shape[1] // self.data.k.shape[1]
 
+    def attended_anyway(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """What every policy's light attention keeps whatever is fetched (``light_mask`` of
+        :mod:`vrex.golden.evaluation.offline` without the fetched tokens): ``(keys (n_res,), attended (step tokens,
+        n_res))``: the sinks, the recent window and the current step's tokens as key indices, and per query token
+        of the step which of them it attends (causal in the current step; only the query itself without
+        ``resv.include_current_frame``)."""
+        res, step = self.res, self.step
+        keys = torch.cat([torch.arange(res.sinks), torch.arange(res.window_start, step.start),
+                          torch.arange(step.start, step.end)])
+        query = (step.start + torch.arange(step.tokens))[:, None]
+        current = keys[None, :] >= step.start
+        if self.cfg.resv.include_current_frame:
+            return keys, ~current | (keys[None, :] <= query)
+        return keys, ~current | (keys[None, :] == query)
+
     def group_queries(self, head: int, q: torch.Tensor | None = None) -> torch.Tensor:
         """Query rows of KV head ``head`` for this step, ``(tokens · group, d)``, token-major."""
         q = self.data.q if q is None else q

@@ -17,7 +17,13 @@ For every layer and step (docs/golden.md §ReSV session):
    ``histogram`` with ``resv.selection`` = ``bucketed`` or ``exact``; ``topk`` for a fixed top-k), rows are
    OR-aggregated per KV head (``resv.gqa_aggregation = group``) or over the layer (``global``). A row longer than
    the score memory is split into tiles (``resv.row_overflow``). ``resv.score_transform = exp`` is golden-only:
-   float64 ``exp(s - max)`` with the exact rule, unquantised.
+   float64 ``exp(s - max)`` with the exact rule, unquantised. With ``resv.threshold_mass = row`` each row also
+   gets its **resident mass**: the scores ``q · k / √d`` (log2 units for exp2) of the keys it attends anyway
+   (:meth:`StepContext.attended_anyway`: sinks, recent window, current step causally), quantised like the cluster
+   scores, reduced to the WTU's ``(max, total)`` input by
+   :func:`~vrex.golden.dre.wtu.exp_tensor.resident_mass_rows` (:func:`~vrex.golden.dre.wtu.exp.resident_mass` row by
+   row with ``engine = "reference"``); every tile of the row gets the same input. The share of rows (and of KV-head
+   jobs) that fetch nothing is reported (``rows_fetching_nothing``, ``jobs_fetching_nothing``).
 5. **Fetch** — the offloaded members of the selected clusters. Layers below ``resv.dense_layers`` fetch every
    offloaded token. With ``resv.predict_from = previous_layer`` the rows use layer ``l - 1``'s queries.
 
@@ -41,6 +47,8 @@ from vrex.golden.dre.jobs import HCUJob, WTUJob
 from vrex.golden.resv.policies import RetrievalPolicy, StepContext
 from vrex.golden.threads import torch_threads
 from vrex.golden.traces.trace import FRAME
+from vrex.golden.dre.wtu.exp import ExpParams, resident_mass
+from vrex.golden.dre.wtu.exp_tensor import resident_mass_rows, select_rows_mass_float
 from vrex.golden.dre.wtu.linear import aggregate_masks, mask_to_indices, select_row, select_row_kwargs
 from vrex.golden.dre.wtu.linear_tensor import mask_int, quantize_counted, select_rows, select_rows_float_exact
 
@@ -89,6 +97,8 @@ class _WTUStats:
         self.clusters = 0
         self.scores = self.saturated = 0
         self.refine_rows = self.refine_walked = 0
+        self.nothing_rows = self.nothing_jobs = 0
+        self.resident_scores = self.resident_saturated = 0
 
     def add_refinement(self, walks) -> None:
         """Sub-bins walked per refinement pass of each row (rows that selected everything have none)."""
@@ -107,7 +117,9 @@ class _WTUStats:
                 "mean_group_selected_fraction": self.aggregated_fraction / j,
                 "saturated_scores": self.saturated, "scores": self.scores,
                 "refined_rows": self.refine_rows,
-                "mean_refine_bins_walked": self.refine_walked / self.refine_rows if self.refine_rows else None}
+                "mean_refine_bins_walked": self.refine_walked / self.refine_rows if self.refine_rows else None,
+                "rows_fetching_nothing": self.nothing_rows / r, "jobs_fetching_nothing": self.nothing_jobs / j,
+                "resident_scores": self.resident_scores, "saturated_resident_scores": self.resident_saturated}
 
 
 class _LayerState:
@@ -156,6 +168,9 @@ class ReSVPolicy(RetrievalPolicy):
         :class:`vrex.golden.core.session.LxeNumerics`); its scores are already in the WTU's format."""
         if engine not in ("tensor", "reference"):
             raise ValueError(f"unknown engine {engine!r}")
+        if numerics is not None and cfg.resv.threshold_mass == "row":
+            raise VrexError("resv.threshold_mass = row is not in the core's LXE numerics yet (the core's "
+                            "resident-mass input is still to come); run the session in float.")
         self.cfg, self.name, self.engine, self.recorder = cfg, name, engine, recorder
         self.numerics = numerics
         self.cluster_stats: list[dict] = []
@@ -214,20 +229,26 @@ class ReSVPolicy(RetrievalPolicy):
                     rec.check_full()
 
     def _row_masks(self, scores: torch.Tensor, counts: torch.Tensor, cand: torch.Tensor, label: str,
-                   substage: str, *, quantized: bool = False) -> torch.Tensor:
+                   substage: str, *, quantized: bool = False, resident=None) -> torch.Tensor:
         """Selection (bool ``(rows, N)``) of every row of one KV head's WTU job (tiles included); ``quantized``:
-        ``scores`` are already in the WTU's fixed-point format."""
+        ``scores`` are already in the WTU's fixed-point format; ``resident``: ``(scores (rows, n), attended (rows,
+        n))`` of the keys each row attends anyway, float like ``scores`` (``resv.threshold_mass = row``)."""
         cfg, r, w = self.cfg, self.cfg.resv, self.cfg.dre.wtu
         st = self.wtu_stats.setdefault(substage, _WTUStats())
         R, N = scores.shape
         st.jobs += 1
         st.clusters += N
         st.rows += R
+        stage = "frame" if substage == "frame" else "text"
         if r.score_transform == "exp":
-            ratio = (r.wicsum_ratio if substage == "frame" else r.text_wicsum_ratio) + r.wicsum_guard
-            masks = select_rows_float_exact(scores, counts, ratio)
+            ratio = cfg.stage_ratio(stage)
+            if resident is not None:
+                masks = select_rows_mass_float(scores, counts, *resident, ratio, base2=False)[0]
+            else:
+                masks = select_rows_float_exact(scores, counts, ratio)
             st.selected_fraction += float((masks.sum(1).double() / max(N, 1)).sum())
             st.aggregated_fraction += float(masks.any(0).sum()) / max(N, 1)
+            self._count_nothing(st, masks)
             return masks
         if quantized:                            # the core's LXE numerics already gave WTU-format scores
             q, saturated = scores, 0
@@ -237,6 +258,7 @@ class ReSVPolicy(RetrievalPolicy):
             q, saturated = quantize_counted(scores, w.score_bits, w.score_frac_bits)
         st.scores += q.numel()
         st.saturated += saturated
+        rmass = self._resident_input(st, resident) if resident is not None else None
         sat = counts.clamp(max=(1 << w.count_bits) - 1)
         cap = w.row_capacity
         if N > cap and r.row_overflow == "error":
@@ -245,17 +267,18 @@ class ReSVPolicy(RetrievalPolicy):
         masks = torch.zeros(R, N, dtype=torch.bool)
         tiles = [(i, min(N, i + cap)) for i in range(0, N, cap)] or [(0, 0)]
         st.tiles += len(tiles)
-        kw = select_row_kwargs(cfg, "frame" if substage == "frame" else "text")
+        kw = select_row_kwargs(cfg, stage)
         exp2 = r.score_transform == "exp2" and w.mode != "topk"
         for t, (a, b) in enumerate(tiles):
             qs, cs = q[:, a:b], sat[a:b]
             if self.engine == "tensor":
-                js = select_rows(qs, cs, **kw)
+                js = select_rows(qs, cs, **kw, **({"resident": rmass[:2]} if rmass is not None else {}))
                 tile_masks, walked = js.masks, js.buckets_walked
                 tops = torch.full_like(walked, w.buckets - 1) if exp2 else js.top_bucket
                 refine = js.refine_walks.tolist() if exp2 else None
             else:
-                sels = [select_row(row, cs.tolist(), **kw) for row in qs.tolist()]
+                sels = [select_row(row, cs.tolist(), **kw, **({"resident": rmass[2][i]} if rmass is not None else {}))
+                        for i, row in enumerate(qs.tolist())]
                 tile_masks = torch.zeros(R, b - a, dtype=torch.bool)
                 for i, s in enumerate(sels):
                     tile_masks[i, mask_to_indices(s.mask)] = True
@@ -271,7 +294,8 @@ class ReSVPolicy(RetrievalPolicy):
             rec = self.recorder
             if rec is not None and rec.wants("wtu"):
                 name = label + (f".t{t}" if len(tiles) > 1 else "")
-                rec.wtu.append(WTUJob(name, tuple(cs.tolist()), tuple(tuple(row) for row in qs.tolist())))
+                res_in = () if rmass is None else tuple(zip(rmass[0].tolist(), rmass[1].tolist()))
+                rec.wtu.append(WTUJob(name, tuple(cs.tolist()), tuple(tuple(row) for row in qs.tolist()), res_in))
                 row_bits = [mask_int(m) for m in tile_masks]
                 rec.wtu_outcomes.append(WTUOutcome(cand[a:b].tolist(), row_bits, aggregate_masks(row_bits),
                                                    kw["ratio_q"]))
@@ -279,7 +303,32 @@ class ReSVPolicy(RetrievalPolicy):
         if N:
             st.selected_fraction += float((masks.sum(1).double() / N).sum())
             st.aggregated_fraction += float(masks.any(0).sum()) / N
+        self._count_nothing(st, masks)
         return masks
+
+    @staticmethod
+    def _count_nothing(st: _WTUStats, masks: torch.Tensor) -> None:
+        """Rows (and jobs: the OR of a KV head's rows) that fetch nothing: the resident window holds p (row mode)."""
+        if masks.shape[1]:
+            st.nothing_rows += int((~masks.any(1)).sum())
+            st.nothing_jobs += int(not masks.any())
+
+    def _resident_input(self, st: _WTUStats, resident):
+        """The WTU's resident-mass input of every row from the float scores of the keys it attends anyway: quantised
+        like the cluster scores (log2 units, round half to even, saturating), then ``(max (R,), total (R,))`` by the
+        tensor twin, and with ``engine = "reference"`` also per row by :func:`resident_mass` (the third item)."""
+        w = self.cfg.dre.wtu
+        values, attended = resident
+        rq, saturated = quantize_counted(torch.where(attended, values * LOG2E, 0.0), w.score_bits, w.score_frac_bits)
+        st.resident_scores += int(attended.sum())
+        st.resident_saturated += saturated
+        p = ExpParams.from_config(self.cfg)
+        rmax, rsum = resident_mass_rows(rq, attended, p, w.resident_sum_bits)
+        rows = None
+        if self.engine == "reference":
+            rows = [resident_mass([v for v, ok in zip(vals, oks) if ok], p, w.resident_sum_bits)
+                    for vals, oks in zip(rq.tolist(), attended.tolist())]
+        return rmax, rsum, rows
 
     def select(self, ctx: StepContext) -> list[torch.Tensor]:
         self._use(ctx.layer)
@@ -301,6 +350,10 @@ class ReSVPolicy(RetrievalPolicy):
         d = queries.shape[-1]
         fetched = {}
         selected_global = None
+        row_mass = r.threshold_mass == "row"
+        if row_mass:
+            res_keys, attended = ctx.attended_anyway()
+            attended = attended.repeat_interleave(ctx.group, 0)          # rows are token-major
         for c, table in self.tables.items():
             offc = table.offloaded_counts(lo, hi)
             if r.retrieval_scope == "offloaded":
@@ -320,8 +373,12 @@ class ReSVPolicy(RetrievalPolicy):
                 else:
                     m_h = means if c is not None else means[:, h * d:(h + 1) * d]
                     scores = rows @ m_h.T / math.sqrt(d)
+                resident = None
+                if row_mass:
+                    k_res = self.keys[c][res_keys] if c is not None else self.keys[c][res_keys, h * d:(h + 1) * d]
+                    resident = (rows @ k_res.to(rows.dtype).T / math.sqrt(d), attended)
                 per_head[h] = self._row_masks(scores, counts, cand, label, ctx.step.substage,
-                                              quantized=self.numerics is not None).any(0)
+                                              quantized=self.numerics is not None, resident=resident).any(0)
             if r.gqa_aggregation == "global":
                 selected_global = torch.stack(list(per_head.values())).any(0)
                 per_head = {h: selected_global for h in heads}

@@ -19,6 +19,19 @@ def _to_plain(obj):
     return obj
 
 
+def _hashed_plain(obj) -> dict:
+    """The plain dict of a section that ``Config.hash`` digests: :func:`_to_plain`, without the fields that hold their
+    ``omit_from_hash_at`` value (fields.param)."""
+    out = {}
+    for f in dataclasses.fields(obj):
+        v = getattr(obj, f.name)
+        if dataclasses.is_dataclass(v):
+            out[f.name] = _hashed_plain(v)
+        elif "omit_from_hash_at" not in f.metadata or v != f.metadata["omit_from_hash_at"]:
+            out[f.name] = _to_plain(v)
+    return out
+
+
 def _type_name(tp) -> str:
     if get_origin(tp) is Literal:
         return "one of " + ", ".join(repr(a) for a in get_args(tp))

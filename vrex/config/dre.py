@@ -57,6 +57,11 @@ class WTUConfig(_Section):
     refine_bins: int = param(16, "exp2: sub-bins per refinement pass (power of two).", min=2, max=256)
     pipeline_stages: int = param(7, "exp2: register stages of the WTU lane datapath between the memory-capture "
                                  "register and the bin accumulators (fmax vs cycles per pass).", min=1, max=7)
+    resident_sum_bits: int = param(
+        24, "exp2 with resv.threshold_mass = row: width of the per-row resident-mass sum input (unsigned, saturating; "
+            "the WTU's own total over the resident scores as count-1 clusters, relative to the resident maximum's bin; "
+            "docs/formats.md §WTU row mass); at most the row-sum accumulator's exp_sum_bits.", min=1, max=62,
+        omit_from_hash_at=24)
     exit_fill: Literal["bucket", "greedy"] = param(
         "bucket", "exp2: take the final (sub-)bin whole (bucket), or its clusters in index order until the sum "
                   "exceeds the threshold (greedy).")

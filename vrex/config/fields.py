@@ -8,9 +8,19 @@ from dataclasses import field
 from ..errors import ConfigError
 
 
-def param(default, doc, *, min=None, max=None, unit=None):
-    """A config field with its documentation and bounds (inclusive)."""
+_HASHED = object()
+
+
+def param(default, doc, *, min=None, max=None, unit=None, omit_from_hash_at=_HASHED):
+    """A config field with its documentation and bounds (inclusive).
+
+    ``omit_from_hash_at``: for a key added after configs were hashed, the value that reproduces the behaviour from
+    before the key existed; while the field holds it, :meth:`Config.hash` leaves the key out, so adding the key moved
+    no config's hash (docs/decisions.md, "Config hash of added keys"). It is a fixed value, not the default: a later
+    change of the default still changes the hash of every config that holds the new default."""
     meta = {"doc": doc, "min": min, "max": max, "unit": unit}
+    if omit_from_hash_at is not _HASHED:
+        meta["omit_from_hash_at"] = omit_from_hash_at
     if isinstance(default, (list, dict)):
         raise TypeError("use tuples for sequence defaults")
     return field(default=default, metadata=meta)

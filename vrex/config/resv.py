@@ -19,8 +19,19 @@ class ReSVConfig(_Section):
                                 "ratio x total.", min=0.0, max=1.0)
     text_wicsum_ratio: float = param(0.2, "Th_r-wics of question and answer steps (the WTU's ratio input is set per "
                                      "job).", min=0.0, max=1.0)
-    wicsum_guard: float = param(0.0, "Margin added to both ratios (covers the fixed-point exp's error).",
-                                min=0.0, max=1.0)
+    wicsum_guard: float = param(0.0, "Margin added to the WTU's ratio input in both stages: the two ratios, or the two "
+                                "p with threshold_mass = row (covers the fixed-point exp's error).", min=0.0, max=1.0)
+    threshold_mass: Literal["offloaded", "row"] = param(
+        "offloaded", "What the WTU's ratio input is a share of: the offloaded clusters' mass alone (offloaded; the "
+                     "ratios wicsum_ratio / text_wicsum_ratio), or the row's whole softmax mass with the resident "
+                     "window's mass m_res counted (row; fetch the fewest clusters F with (m_res + mass of F) >= p x "
+                     "(m_res + all offloaded mass), p = row_mass_p / text_row_mass_p; a row whose resident tokens hold "
+                     "p fetches nothing). row needs the exp2 transform (or the golden-only exp).",
+        omit_from_hash_at="offloaded")
+    row_mass_p: float = param(0.95, "p of frame steps with threshold_mass = row: the share of the row's softmax mass "
+                              "(resident + fetched) kept, in (0, 1].", omit_from_hash_at=0.95)
+    text_row_mass_p: float = param(0.95, "p of question and answer steps with threshold_mass = row, in (0, 1].",
+                                   omit_from_hash_at=0.95)
     hyperplanes: Literal["gaussian", "rademacher"] = param(
         "gaussian", "Hyperplane entry distribution (open question 2).")
     hyperplane_seed: int = param(0, "Seed of the hyperplanes (fixed per run).", min=0)
@@ -61,6 +72,11 @@ class ReSVConfig(_Section):
                 "capacity, each thresholded on its own (tile), or stop with an error (error).")
 
     def _check(self):
+        for key in ("row_mass_p", "text_row_mass_p"):
+            p = getattr(self, key)
+            if not 0.0 < p <= 1.0:
+                _fail(f"resv.{key}", p, "must be in (0, 1]: it is the share of the row's attention mass (resident and "
+                                        "fetched) that the selection keeps.")
         if self.hamming_threshold > self.hash_bits + 1:
             _fail("resv.hamming_threshold", self.hamming_threshold,
                   f"must be ≤ resv.hash_bits + 1 ({self.hash_bits + 1}); larger values accept every code.")

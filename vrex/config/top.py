@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import yaml
 
 from ..errors import ConfigError
-from .convert import _build, _to_plain
+from .convert import _build, _hashed_plain, _to_plain
 from .dre import DREConfig
 from .fields import _fail, _Section, param, section
 from .lxe import CoreConfig, LXEConfig
@@ -69,7 +69,25 @@ class Config(_Section):
         if r.score_transform == "exp2" and wtu.mode == "early_exit":
             _fail("dre.wtu.mode", wtu.mode, "cannot run resv.score_transform = exp2, which bins the row while it loads; "
                                             "use histogram (or topk).")
-        for key in ("wicsum_ratio", "text_wicsum_ratio"):
+        if r.threshold_mass == "row":
+            if r.score_transform not in ("exp2", "exp"):
+                _fail("resv.threshold_mass", r.threshold_mass,
+                      f"needs resv.score_transform exp2 (or the golden-only exp): the row rule adds resident and "
+                      f"offloaded softmax weights taken against one maximum, which {r.score_transform} does not give.")
+            if r.score_transform == "exp2" and wtu.mode != "histogram":
+                _fail("resv.threshold_mass", r.threshold_mass,
+                      f"needs dre.wtu.mode histogram, the mode that runs the exp2 rule; {wtu.mode} keeps a fixed "
+                      "number of clusters whatever the masses.")
+            if r.retrieval_scope != "offloaded":
+                _fail("resv.retrieval_scope", r.retrieval_scope,
+                      "must be offloaded with resv.threshold_mass = row: with all, the resident tokens would count "
+                      "in m_res and again in their clusters.")
+            if r.score_transform == "exp2" and wtu.resident_sum_bits > wtu.exp_sum_bits:
+                _fail("dre.wtu.resident_sum_bits", wtu.resident_sum_bits,
+                      f"must be ≤ the WTU's row-sum accumulator ({wtu.exp_sum_bits} bits, dre.wtu's exp_sum_bits) "
+                      "with resv.threshold_mass = row.")
+        for key in ("wicsum_ratio", "text_wicsum_ratio") + (("row_mass_p", "text_row_mass_p")
+                                                            if r.threshold_mass == "row" else ()):
             ratio = getattr(r, key) + r.wicsum_guard
             if ratio > 1.0:
                 _fail(f"resv.{key}", getattr(r, key), f"plus resv.wicsum_guard ({r.wicsum_guard}) must be ≤ 1.0, the "
@@ -129,17 +147,29 @@ class Config(_Section):
 
     @property
     def ratio_fixed(self) -> int:
-        """WiCSum ratio of frame steps (with the guard) in unsigned Q0.ratio_bits (round half up)."""
-        return self.ratio_for("wicsum_ratio")
+        """The WTU ratio input of frame steps (with the guard) in unsigned Q0.ratio_bits (round half up)."""
+        return self.stage_ratio_fixed("frame")
 
     def ratio_for(self, key: str) -> int:
         """``resv.<key> + resv.wicsum_guard`` in unsigned Q0.ratio_bits (round half up)."""
         ratio = getattr(self.resv, key) + self.resv.wicsum_guard
         return int(math.floor(ratio * (1 << self.dre.wtu.ratio_bits) + 0.5))
 
+    def stage_ratio_key(self, stage: str) -> str:
+        """The ``resv`` key the WTU's ratio input comes from in a ``frame`` or ``text`` (question / answer) step: the
+        WiCSum ratio, or p with ``resv.threshold_mass = row``."""
+        row = self.resv.threshold_mass == "row"
+        if stage == "frame":
+            return "row_mass_p" if row else "wicsum_ratio"
+        return "text_row_mass_p" if row else "text_wicsum_ratio"
+
+    def stage_ratio(self, stage: str) -> float:
+        """The WTU ratio input of a ``frame`` or ``text`` step as a real number (ratio or p, plus the guard)."""
+        return getattr(self.resv, self.stage_ratio_key(stage)) + self.resv.wicsum_guard
+
     def stage_ratio_fixed(self, stage: str) -> int:
-        """The WTU ratio input for a ``frame`` or ``text`` (question / answer) step."""
-        return self.ratio_for("wicsum_ratio" if stage == "frame" else "text_wicsum_ratio")
+        """The WTU ratio input for a ``frame`` or ``text`` (question / answer) step, in Q0.ratio_bits."""
+        return self.ratio_for(self.stage_ratio_key(stage))
 
     def kv_candidates(self, kv_tokens: int) -> int:
         """Tokens of one stream older than the always-attended sinks and recent window: what retrieval selects from."""
@@ -192,8 +222,9 @@ class Config(_Section):
         return yaml.safe_dump(self.to_dict(), sort_keys=False, allow_unicode=True)
 
     def hash(self) -> str:
-        """Stable 12-hex-digit hash of every parameter except name and description."""
-        d = self.to_dict()
+        """Stable 12-hex-digit hash of every parameter except name and description (and a key added later while it
+        holds the value that reproduces the behaviour from before it existed: ``omit_from_hash_at``)."""
+        d = _hashed_plain(self)
         d.pop("name"), d.pop("description")
         blob = json.dumps(d, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:12]

@@ -37,15 +37,33 @@ is integer arithmetic on ``s`` (docs/formats.md §WTU exp2):
 
 Ties: equal scores share a bin and a sub-bin (selected together by ``bucket`` fill); ``greedy`` takes the lower
 cluster index first.
+
+**Row mass** (``resv.threshold_mass = row``; docs/formats.md §WTU row mass). The row also carries its *resident
+mass*, a :class:`ResidentMass` ``(max_score, total)``: the maximum of the scores of what the row attends anyway
+(sinks, recent window, current step), in the score format, and ``total`` = the WTU's own row total over those
+scores as count-1 clusters (:func:`resident_mass`: bins anchored at the bin ``b_res = max_score >> S``), saturated
+to ``dre.wtu.resident_sum_bits``. The WTU then
+
+- anchors the window at the **joint** top bin ``A = max(A_off, b_res)`` (``A = A_off`` when ``total = 0``: no
+  resident mass, no resident maximum); offloaded scores below the joint window are flushed;
+- rescales the resident total to the joint anchor: ``r = total >> ((A - b_res) · bucket_octaves)`` (floor; a
+  right shift only, since ``A ≥ b_res``);
+- thresholds the offloaded part: ``T = ((r + total_off) · ratio_q) >> R  -  r`` (signed). ``T < 0``: the resident
+  mass alone exceeds the target, the row selects **nothing**; otherwise the walk, refinement and fill above run
+  unchanged with this ``T`` (``T ≥ total_off`` selects everything).
+
+With ``r = 0`` (no resident input, or one whose total is 0 or shifted out) ``T`` is the offloaded rule's threshold
+bit for bit and the anchor is ``A_off``: the row rule then *is* the offloaded rule at the same ratio input.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
-__all__ = ["ExpParams", "Exp2Selection", "exp_lut", "exp_term", "select_exp2", "select_exp2_exact", "exp2_weight",
-           "EXP_FILLS"]
+__all__ = ["ExpParams", "Exp2Selection", "ResidentMass", "exp_lut", "exp_term", "select_exp2", "select_exp2_exact",
+           "exp2_weight", "resident_mass", "row_threshold", "EXP_FILLS"]
 
 EXP_FILLS = ("bucket", "greedy")
 
@@ -124,6 +142,8 @@ class Exp2Selection:
     bound: int                 # L: lower bound of the final window (score units)
     bound_shift: int           # w: the final window is [L, L + 2^w)
     all_selected: bool
+    resident: int = 0          # r: the resident mass at the joint anchor (threshold_mass = row; 0 otherwise)
+    none_selected: bool = False   # T < 0: the resident mass alone reaches the target (row mode only)
 
     # the names the row output and the bench use for every WiCSum rule
     @property
@@ -138,9 +158,48 @@ class Exp2Selection:
         return self.mask.bit_count()
 
 
-def _bins(scores, counts, p: ExpParams, lut):
+class ResidentMass(NamedTuple):
+    """The WTU's per-row resident-mass input (threshold_mass = row): the resident maximum in the score format and
+    the resident total relative to the bottom of its bin (unsigned ``resident_sum_bits``, saturated)."""
+
+    max_score: int
+    total: int
+
+
+def resident_mass(scores: list[int], params: ExpParams, sum_bits: int, lut=None) -> ResidentMass:
+    """The resident-mass input of one row from the quantised scores of what it attends anyway: ``max_score`` = their
+    maximum; ``total`` = :func:`select_exp2`'s ``total`` of a row of those scores with count 1 each (bins anchored at
+    the maximum's bin, per-bin floor shifts, the 32-octave window), saturated to ``2^sum_bits - 1``. ``(0, 0)`` for
+    no scores."""
+    if not scores:
+        return ResidentMass(0, 0)
+    p = params
+    lut = lut or exp_lut(p.lut_entries, p.mantissa_bits)
+    _, masses, _ = _bins(scores, [1] * len(scores), p, lut)
+    total = sum(m >> (i << p.octave_shift) for i, m in enumerate(masses))
+    return ResidentMass(max(scores), min(total, (1 << sum_bits) - 1))
+
+
+def row_threshold(total: int, resident: int, ratio_q: int, ratio_bits: int) -> int:
+    """``T = ((resident + total) · ratio_q) >> ratio_bits  -  resident`` (signed; the offloaded rule's threshold when
+    ``resident = 0``)."""
+    return (((resident + total) * ratio_q) >> ratio_bits) - resident
+
+
+def _joint_anchor(scores, p: ExpParams, resident: ResidentMass | None) -> tuple[int, int]:
+    """``(A, r)``: the joint top bin and the resident total rescaled to it (``(A_off, 0)`` without resident mass)."""
     S = p.bin_shift
     top = max(s >> S for s in scores)
+    if resident is None or resident.total == 0:
+        return top, 0
+    b_res = resident.max_score >> S
+    joint = max(top, b_res)
+    return joint, resident.total >> ((joint - b_res) << p.octave_shift)
+
+
+def _bins(scores, counts, p: ExpParams, lut, top=None):
+    S = p.bin_shift
+    top = max(s >> S for s in scores) if top is None else top
     masses = [0] * p.buckets
     terms = []
     for s, c in zip(scores, counts):
@@ -154,8 +213,9 @@ def _bins(scores, counts, p: ExpParams, lut):
 
 
 def select_exp2(scores: list[int], counts: list[int], *, ratio_q: int, ratio_bits: int, params: ExpParams,
-                lut=None) -> Exp2Selection:
-    """The exp2 rule for one row (``N ≥ 0`` clusters); see the module docstring."""
+                lut=None, resident: ResidentMass | None = None) -> Exp2Selection:
+    """The exp2 rule for one row (``N ≥ 0`` clusters); see the module docstring. ``resident``: the row's resident
+    mass (threshold_mass = row); ``None`` is the offloaded rule."""
     if len(scores) != len(counts):
         raise ValueError(f"{len(scores)} scores but {len(counts)} counts")
     p = params
@@ -163,13 +223,16 @@ def select_exp2(scores: list[int], counts: list[int], *, ratio_q: int, ratio_bit
         return Exp2Selection(0, 0, 0, 0, 0, 0, 0, (), 0, 0, False)
     lut = lut or exp_lut(p.lut_entries, p.mantissa_bits)
     S, o = p.bin_shift, p.octave_shift
-    top, masses, terms = _bins(scores, counts, p, lut)
+    top, r = _joint_anchor(scores, p, resident)
+    top, masses, terms = _bins(scores, counts, p, lut, top)
     q = [m >> (i << o) for i, m in enumerate(masses)]
     total = sum(q)
-    thr = (total * ratio_q) >> ratio_bits
+    thr = row_threshold(total, r, ratio_q, ratio_bits)
     n = len(scores)
+    if thr < 0:
+        return Exp2Selection(0, total, thr, 0, top, 0, 0, (), 0, 0, False, r, True)
     if thr >= total:
-        return Exp2Selection((1 << n) - 1, total, thr, total, top, 0, 0, (), 0, 0, True)
+        return Exp2Selection((1 << n) - 1, total, thr, total, top, 0, 0, (), 0, 0, True, r)
     acc, e = 0, 0
     while True:
         acc += q[e]
@@ -209,27 +272,31 @@ def select_exp2(scores: list[int], counts: list[int], *, ratio_q: int, ratio_bit
                 mask |= 1 << j
                 run += t
         accumulated = acc_before + (run >> k)
-    return Exp2Selection(mask, total, thr, accumulated, top, e, e + 1, tuple(walks), low, w, False)
+    return Exp2Selection(mask, total, thr, accumulated, top, e, e + 1, tuple(walks), low, w, False, r)
 
 
 def select_exp2_exact(scores: list[int], counts: list[int], *, ratio_q: int, ratio_bits: int, params: ExpParams,
-                      lut=None) -> Exp2Selection:
+                      lut=None, resident: ResidentMass | None = None) -> Exp2Selection:
     """The exact sorted rule on the same integer weights (a reference, not hardware): clusters in descending score
     (ties: lower index), each adding ``term >> (i · bucket_octaves)`` (its window index ``i``); select up to and
     including the first after which the sum exceeds ``T = (total · ratio_q) >> R``, where ``total`` is the sum of
-    all those values (all clusters when it never does)."""
+    all those values (all clusters when it never does). With ``resident``: the joint anchor and
+    ``T = ((r + total) · ratio_q) >> R - r``, nothing selected when ``T < 0`` (as :func:`select_exp2`)."""
     p = params
     if not scores:
         return Exp2Selection(0, 0, 0, 0, 0, 0, 0, (), 0, 0, False)
     lut = lut or exp_lut(p.lut_entries, p.mantissa_bits)
-    top, _, terms = _bins(scores, counts, p, lut)
+    top, r = _joint_anchor(scores, p, resident)
+    top, _, terms = _bins(scores, counts, p, lut, top)
     vals = [t >> ((top - (s >> p.bin_shift)) << p.octave_shift) for s, t in zip(scores, terms)]
     total = sum(vals)
-    thr = (total * ratio_q) >> ratio_bits
+    thr = row_threshold(total, r, ratio_q, ratio_bits)
+    if thr < 0:
+        return Exp2Selection(0, total, thr, 0, top, 0, 0, (), 0, 0, False, r, True)
     acc, mask = 0, 0
     for j in sorted(range(len(scores)), key=lambda j: (-scores[j], j)):
         acc += vals[j]
         mask |= 1 << j
         if acc > thr:
             break
-    return Exp2Selection(mask, total, thr, acc, top, 0, 0, (), 0, 0, acc <= thr)
+    return Exp2Selection(mask, total, thr, acc, top, 0, 0, (), 0, 0, acc <= thr, r)

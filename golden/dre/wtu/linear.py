@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from vrex.errors import VrexError
 
-from vrex.golden.dre.wtu.exp import ExpParams, select_exp2, select_exp2_exact
+from vrex.golden.dre.wtu.exp import ExpParams, ResidentMass, select_exp2, select_exp2_exact
 
 __all__ = ["RowSelection", "transform_scores", "wicsum_threshold", "select_exact", "select_bucketed",
            "select_topk", "select_row", "select_row_kwargs", "aggregate_masks", "signed_range", "quantize_scores",
@@ -138,19 +138,23 @@ def select_topk(scores: list[int], k: int) -> RowSelection:
 
 
 def select_row(scores, counts, *, mode: str, ratio_q: int, ratio_bits: int, buckets: int, k: int,
-               transform: str = "shift_min", rule: str = "bucketed", exp: ExpParams | None = None):
+               transform: str = "shift_min", rule: str = "bucketed", exp: ExpParams | None = None,
+               resident: ResidentMass | None = None):
     """Selection of one row as the WTU ``mode`` computes it (``rule="exact"`` for the sorted reference).
 
     With ``transform = "exp2"`` the row goes to :func:`vrex.golden.dre.wtu.exp.select_exp2` (``exp`` gives its format)
     and the result is an :class:`~vrex.golden.dre.wtu.exp.Exp2Selection`; otherwise a :class:`RowSelection`.
+    ``resident``: the row's resident mass (``resv.threshold_mass = row``, exp2 only); ``None``: the offloaded rule.
     """
+    if resident is not None and (transform != "exp2" or mode == "topk"):
+        raise ValueError("a resident mass (threshold_mass = row) needs the exp2 transform in a WiCSum mode")
     if mode == "topk":
         return select_topk(scores, k)
     if transform == "exp2":
         if exp is None:
             raise ValueError("the exp2 transform needs its format (exp=ExpParams...)")
         fn = select_exp2_exact if rule == "exact" else select_exp2
-        return fn(list(scores), list(counts), ratio_q=ratio_q, ratio_bits=ratio_bits, params=exp)
+        return fn(list(scores), list(counts), ratio_q=ratio_q, ratio_bits=ratio_bits, params=exp, resident=resident)
     if rule == "exact":
         return select_exact(scores, counts, ratio_q=ratio_q, ratio_bits=ratio_bits, transform=transform)
     return select_bucketed(scores, counts, ratio_q=ratio_q, ratio_bits=ratio_bits, buckets=buckets,
@@ -159,7 +163,8 @@ def select_row(scores, counts, *, mode: str, ratio_q: int, ratio_bits: int, buck
 
 def select_row_kwargs(cfg, stage: str = "frame") -> dict:
     """The keyword arguments of :func:`select_row` (and the tensor twin) that a :class:`vrex.config.Config` names
-    for a ``frame`` or ``text`` step (the ratio input differs per stage)."""
+    for a ``frame`` or ``text`` step (the ratio input differs per stage: the ratio, or p with ``resv.threshold_mass =
+    row``, whose per-row ``resident`` input the caller adds)."""
     w, r = cfg.dre.wtu, cfg.resv
     return dict(mode=w.mode, ratio_q=cfg.stage_ratio_fixed(stage), ratio_bits=w.ratio_bits, buckets=w.buckets,
                 k=w.topk_k, transform=r.score_transform, rule=r.selection,
@@ -236,16 +241,22 @@ def check_job(counts, rows, capacity: int | None = None) -> int:
 
 def wtu_job(counts, rows, *, mode: str, ratio_q: int, ratio_bits: int, buckets: int, k: int,
             transform: str = "shift_min", capacity: int | None = None, reference=None,
-            exp: ExpParams | None = None) -> JobSelection:
+            exp: ExpParams | None = None, resident=None) -> JobSelection:
     """Selections of every row of a job and their OR (what the WTU emits on ``row`` and ``group``).
 
     ``reference`` replaces :func:`select_row` (same signature), e.g. to check that a wrong reference is caught.
+    ``resident``: one :class:`~vrex.golden.dre.wtu.exp.ResidentMass` (or ``(max, total)`` pair) per row in the row
+    mode (``resv.threshold_mass = row``); ``None`` for the offloaded rule.
     """
     check_job(counts, rows, capacity)
     ref = reference or select_row
     extra = {"exp": exp} if exp is not None else {}
+    if resident is not None and len(resident) != len(rows):
+        raise WTUJobError(f"the job has {len(rows)} rows but {len(resident)} resident masses")
+    res = [None] * len(rows) if resident is None else [ResidentMass(*m) for m in resident]
     sel = tuple(ref(list(row), list(counts), mode=mode, ratio_q=ratio_q, ratio_bits=ratio_bits, buckets=buckets,
-                    k=k, transform=transform, **extra) for row in rows)
+                    k=k, transform=transform, **extra, **({"resident": m} if m is not None else {}))
+                for row, m in zip(rows, res))
     return JobSelection(sel, aggregate_masks(s.mask for s in sel))
 
 

@@ -64,17 +64,20 @@ def _zeros(r: int) -> torch.Tensor:
 
 
 def select_rows(scores: torch.Tensor, counts: torch.Tensor, *, mode: str, ratio_q: int, ratio_bits: int,
-                buckets: int, k: int, transform: str = "shift_min", rule: str = "bucketed", exp=None):
+                buckets: int, k: int, transform: str = "shift_min", rule: str = "bucketed", exp=None, resident=None):
     """:func:`vrex.golden.dre.wtu.linear.select_row` for every row of ``scores`` ``(R, N)`` int64 with ``counts`` ``(N,)``
-    (an :class:`~vrex.golden.dre.wtu.exp_tensor.Exp2JobSelection` for the exp2 transform)."""
+    (an :class:`~vrex.golden.dre.wtu.exp_tensor.Exp2JobSelection` for the exp2 transform); ``resident``: ``(max (R,),
+    total (R,))`` of the row rule (``resv.threshold_mass = row``, exp2 only)."""
     scores = scores.to(torch.int64)
     counts = counts.to(torch.int64)
     R, N = scores.shape
     z = _zeros(R)
+    if resident is not None and (transform != "exp2" or mode == "topk"):
+        raise ValueError("a resident mass (threshold_mass = row) needs the exp2 transform in a WiCSum mode")
     if transform == "exp2" and mode != "topk":
         from vrex.golden.dre.wtu.exp_tensor import select_rows_exp2, select_rows_exp2_exact
         fn = select_rows_exp2_exact if rule == "exact" else select_rows_exp2
-        return fn(scores, counts, ratio_q=ratio_q, ratio_bits=ratio_bits, params=exp)
+        return fn(scores, counts, ratio_q=ratio_q, ratio_bits=ratio_bits, params=exp, resident=resident)
     if mode == "topk":
         masks = torch.zeros(R, N, dtype=torch.bool)
         if N:
