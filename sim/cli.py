@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from vrex.cli import add_config_option, load_config_arg
+from vrex.errors import positive_int, stall_probability
 
 __all__ = ["register"]
 
@@ -98,14 +99,14 @@ def register(sub) -> None:
     s.add_argument("--sim", choices=["amaranth", "verilator", "icarus"], default="verilator",
                    help="simulator (default: verilator)")
     s.add_argument("--seed", type=int, default=1, help="stimulus and traffic seed (default 1)")
-    s.add_argument("--transactions", "-n", type=int, default=500,
+    s.add_argument("--transactions", "-n", type=positive_int, default=500,
                    help="input transactions (default 500); with --trace: at most N recorded jobs of each kind")
-    s.add_argument("--stall", type=float, default=0.3,
-                   help="probability that an input idles / an output stalls in a cycle (default 0.3)")
+    s.add_argument("--stall", type=stall_probability, default=0.3,
+                   help="probability that an input idles / an output stalls in a cycle, 0 ≤ p < 1 (default 0.3)")
     s.add_argument("--trace", metavar="synthetic|video|PATH",
                    help="trace-driven stimulus: the block jobs a ReSV session hands to this block on the synthetic "
                         "or real-video trace (or a user trace file), or a saved jobs JSON file")
-    s.add_argument("--frames", type=int, metavar="N", help="with --trace: frames of the session (default: the "
+    s.add_argument("--frames", type=positive_int, metavar="N", help="with --trace: frames of the session (default: the "
                                                             "golden model's default)")
     s.add_argument("--waves", action="store_true",
                    help="write waveforms into the work folder (build/sim/...): dump.fst with Verilator, dump.vcd with "

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from vrex.cli import add_config_option, load_config_arg
-from vrex.errors import input_file, output_file, output_folder
+from vrex.errors import input_file, output_file, output_folder, positive_int
 
 __all__ = ["register"]
 
@@ -217,7 +217,7 @@ def _add_figure_options(p) -> None:
                    help="sky130, asap7 (embedded in vrex; VREX_PDK_DIR or technology.pdk_dir name another folder) or "
                         "a .lib/.lib.gz path (default: technology.liberty)")
     p.add_argument("--clock-mhz", type=float, metavar="F", help="clock constraint (default: technology.clock_mhz)")
-    p.add_argument("--transactions", type=int, metavar="N",
+    p.add_argument("--transactions", type=positive_int, metavar="N",
                    help="input transactions of the SAIF power run (default: technology.activity_transactions)")
     p.add_argument("--no-activity", action="store_true", help="skip the SAIF run (default-activity power only)")
     p.add_argument("--no-cache", action="store_true", help="recompute even if a cached record exists")
@@ -264,7 +264,7 @@ def register(sub) -> None:
                                    "that says what is missing.")
     add_config_option(r)
     _add_figure_options(r)
-    r.add_argument("-j", "--jobs", type=int, default=2, metavar="N", help="worker processes (default 2)")
+    r.add_argument("-j", "--jobs", type=positive_int, default=2, metavar="N", help="worker processes (default 2)")
     r.add_argument("-o", "--output", metavar="DIR", help="report folder (default: build/report)")
     r.set_defaults(func=_cmd_report)
 
@@ -274,7 +274,7 @@ def register(sub) -> None:
                                    "and Pareto plots into build/sweeps/<name>/. Invalid grid points are reported and "
                                    "skipped; an interrupted sweep resumes from its cache.")
     w.add_argument("spec", metavar="SPEC.yaml", help="sweep specification")
-    w.add_argument("-j", "--jobs", type=int, default=2, metavar="N", help="worker processes (default 2)")
+    w.add_argument("-j", "--jobs", type=positive_int, default=2, metavar="N", help="worker processes (default 2)")
     w.add_argument("-o", "--output", metavar="DIR", help="output folder (default: build/sweeps/<name>)")
     w.add_argument("--no-cache", action="store_true", help="recompute every point")
     w.add_argument("--scheduler", metavar="ADDRESS",

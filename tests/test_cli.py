@@ -1,5 +1,6 @@
 """The vrex command line: help on every level, clear errors without tracebacks, working sub-commands."""
 
+import argparse
 import subprocess
 import sys
 
@@ -123,3 +124,55 @@ def test_sim_trace_driven(capsys, tmp_path):
     assert code == 0 and out.startswith("PASS: dre")
     code, _, err = run(capsys, "sim", "--component", "hamming_lanes", "-c", "tiny", "--trace", "synthetic")
     assert code == 2 and "takes random stimulus only" in err
+
+
+COUNT_CASES = [
+    (("sim", "--component", "wtu", "-c", "tiny", "-n", "-3"),
+     "argument --transactions/-n: must be a whole number ≥ 1, not '-3'."),
+    (("sim", "--component", "wtu", "-c", "tiny", "-n", "0"),
+     "argument --transactions/-n: must be a whole number ≥ 1, not '0'."),
+    (("sim", "--component", "wtu", "--trace", "synthetic", "--frames", "0"),
+     "argument --frames: must be a whole number ≥ 1"),
+    (("sim", "--component", "wtu", "--stall", "1"), "argument --stall: must be a probability 0 ≤ p < 1"),
+    (("golden", "-c", "tiny", "--frames", "-1"), "argument --frames: must be a whole number ≥ 1, not '-1'."),
+    (("golden", "-c", "tiny", "--turns", "0"), "argument --turns: must be a whole number ≥ 1"),
+    (("golden", "-c", "tiny", "--page-tokens", "0"), "argument --page-tokens: must be a whole number ≥ 1"),
+    (("golden", "-c", "tiny", "--objects", "-2"), "argument --objects: must be a whole number ≥ 0, not '-2'."),
+    (("golden-jobs", "-c", "tiny", "-o", "x.json", "--max-jobs", "0"),
+     "argument --max-jobs: must be a whole number ≥ 1"),
+    (("golden-bench", "--tokens", "0"), "argument --tokens: must be a whole number ≥ 1"),
+    (("golden-bench", "--layers", "-1"), "argument --layers: must be a whole number ≥ 1"),
+    (("golden-bench", "--heads", "-1"), "argument --heads: must be a whole number ≥ 0"),
+    (("synth", "--component", "wtu", "--transactions", "0"), "argument --transactions: must be a whole number ≥ 1"),
+    (("report", "-j", "0"), "argument -j/--jobs: must be a whole number ≥ 1, not '0'."),
+    (("sweep", "spec.yaml", "-j", "-4"), "argument -j/--jobs: must be a whole number ≥ 1, not '-4'."),
+]
+
+
+@pytest.mark.parametrize("argv, message", COUNT_CASES, ids=[" ".join(a[:1] + a[-2:]) for a, _ in COUNT_CASES])
+def test_counts_that_make_no_sense_are_usage_errors(argv, message, capsys):
+    """A count ≤ 0 (or a stall probability of 1) is argparse's usage error before anything runs: exit 2, the option
+    named in one sentence, no traceback."""
+    with pytest.raises(SystemExit) as e:
+        main(list(argv))
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "Traceback" not in err
+    assert err.strip().splitlines()[-1].startswith(f"vrex {argv[0]}: error: {message}"), err
+
+
+def test_every_integer_option_is_checked():
+    """Every integer option of every sub-command goes through a shared count check (vrex.errors), seeds aside."""
+    from vrex.errors import non_negative_int, positive_int
+
+    def walk(parser, path):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    yield from walk(sub, path + [name])
+            elif action.type in (int, positive_int, non_negative_int):
+                yield " ".join(path), action.dest, action.type
+
+    options = list(walk(build_parser(), []))
+    assert sorted((c, d) for c, d, t in options if t is int) == [("golden", "seed"), ("golden-jobs", "seed"),
+                                                                 ("sim", "seed")]
+    assert ("sim", "transactions", positive_int) in options and ("golden-bench", "heads", non_negative_int) in options

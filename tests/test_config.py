@@ -87,7 +87,43 @@ def test_inconsistent_combinations(tmp_path):
 def test_malformed_yaml_names_the_line(tmp_path):
     assert _err(tmp_path, "name: x\nmodel:\n  layers: [1\n  hidden: 2\n").startswith(
         "bad.yaml, line 4: malformed YAML:")
-    assert _err(tmp_path, "- a\n- b\n") == "bad.yaml: <top level> = ['a', 'b']: must be a mapping of keys to values."
+
+
+_NEEDS_A_KEY = ("but a config file needs at least one key (the keys it leaves out take the edge defaults); start from "
+                "`vrex config show -c edge > my.yaml`.")
+_NOT_A_MAPPING = ("not a mapping of keys to values (name:, model:, resv:, dre: ...); start from "
+                  "`vrex config show -c edge > my.yaml`.")
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", f"bad.yaml: the file is empty, {_NEEDS_A_KEY}"),
+    ("\n  \n", f"bad.yaml: the file is empty, {_NEEDS_A_KEY}"),
+    ("# my config\n\n  # resv: {hash_bits: 16}\n", f"bad.yaml: the file holds only comments, {_NEEDS_A_KEY}"),
+    ("---\n", f"bad.yaml: the file holds no keys, {_NEEDS_A_KEY}"),
+    ("{}\n", f"bad.yaml: the file holds no keys, {_NEEDS_A_KEY}"),
+    ("- a\n- b\n", f"bad.yaml: the top level is a list (['a', 'b']), {_NOT_A_MAPPING}"),
+    ("[]\n", f"bad.yaml: the top level is a list ([]), {_NOT_A_MAPPING}"),
+    ("edge\n", f"bad.yaml: the top level is a string ('edge'), {_NOT_A_MAPPING}"),
+    ("0\n", f"bad.yaml: the top level is a number (0), {_NOT_A_MAPPING}"),
+], ids=["empty", "blank", "comments", "document-only", "empty-mapping", "list", "empty-list", "string", "zero"])
+def test_a_config_file_without_keys_is_an_error(tmp_path, text, message):
+    """An empty file (or one of comments only, or no mapping at the top) is never silently the edge config."""
+    assert _err(tmp_path, text) == message
+
+
+def test_empty_config_on_the_command_line_writes_nothing(tmp_path, capsys):
+    from vrex.cli import main
+
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("# nothing yet\n")
+    for argv in (["config", "validate", str(empty)], ["config", "show", "-c", str(empty)],
+                 ["synth", "-c", str(empty), "--component", "hamming_lanes", "--json", str(tmp_path / "f.json")],
+                 ["verilog", "-c", str(empty), "--component", "wtu", "-o", str(tmp_path / "pkg")]):
+        assert main(argv) == 2, argv
+        captured = capsys.readouterr()
+        assert captured.out == "" and captured.err == (f"vrex: error: {empty}: the file holds only comments, "
+                                                       f"{_NEEDS_A_KEY}\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.yaml"]
 
 
 def test_missing_file_and_unknown_name():

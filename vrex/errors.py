@@ -1,14 +1,19 @@
-"""Errors that the CLI reports as one clear sentence (no traceback), and the checks of the paths a user gives.
+"""Errors that the CLI reports as one clear sentence (no traceback); checks of the paths and counts a user gives.
 
 The path checks run before a command starts its work, so a bad output path fails at once and nothing computed is
-lost (every package may use them; vrex.golden imports only this module and vrex.config).
+lost (every package may use them; vrex.golden imports only this module and vrex.config). The count checks
+(:func:`positive_int`, :func:`non_negative_int`, :func:`stall_probability`) are argparse ``type=`` functions shared
+by every sub-command: a bad value is argparse's usage error (the option named in one sentence, exit code 2) before
+anything runs.
 """
 
+import argparse
 import errno
 from pathlib import Path
 
 __all__ = ["VrexError", "ConfigError", "ToolMissingError", "ToolFailedError", "TraceError", "UsageError",
-           "output_folder", "output_file", "input_file", "os_error_message"]
+           "output_folder", "output_file", "input_file", "os_error_message", "positive_int", "non_negative_int",
+           "stall_probability"]
 
 
 class VrexError(Exception):
@@ -97,6 +102,38 @@ def input_file(value, option: str, what: str) -> Path:
     if not p.is_file():
         raise UsageError(f"{option} {value}: no such file; give the path of the {what}.")
     return p
+
+
+def _int_at_least(text: str, least: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or value < least:
+        raise argparse.ArgumentTypeError(f"must be a whole number ≥ {least}, not {text!r}.")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """argparse ``type=`` of a count that must be ≥ 1 (transactions, frames, jobs, workers, tokens ...)."""
+    return _int_at_least(text, 1)
+
+
+def non_negative_int(text: str) -> int:
+    """argparse ``type=`` of a count where 0 has a meaning (``0 = all``, ``0 = the default``) but < 0 has none."""
+    return _int_at_least(text, 0)
+
+
+def stall_probability(text: str) -> float:
+    """argparse ``type=`` of the probability that a port idles in a cycle: 0 ≤ p < 1 (at 1 nothing ever moves)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+    if value is None or not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"must be a probability 0 ≤ p < 1 (at 1 no transaction ever moves), not "
+                                         f"{text!r}.")
+    return value
 
 
 _OS_REASONS = {

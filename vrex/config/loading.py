@@ -67,7 +67,31 @@ def load_config(name_or_path=None) -> Config:
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
         raise ConfigError(None, None, f"malformed YAML: {problem}; fix the syntax at that line.",
                           source=source, line=line) from None
-    return _build(Config, data or {}, "", source, _key_lines(text))
+    _check_document(text, data, source)
+    return _build(Config, data, "", source, _key_lines(text))
+
+
+_START_HINT = "start from `vrex config show -c edge > my.yaml`"
+_KINDS = {list: "a list", str: "a string", bool: "true or false", int: "a number", float: "a number"}
+
+
+def _check_document(text: str, data, source: str) -> None:
+    """An empty, comments-only or key-less file, or a top level that is not a mapping, is one clear error.
+
+    Without this check an empty file would silently be the edge config (missing keys take its defaults).
+    """
+    if isinstance(data, dict) and data:
+        return
+    if isinstance(data, dict) or data is None:
+        lines = [ln.strip() for ln in text.splitlines()]
+        what = ("is empty" if not any(lines) else
+                "holds only comments" if all(not ln or ln.startswith("#") for ln in lines) else "holds no keys")
+        raise ConfigError(None, None, f"the file {what}, but a config file needs at least one key (the keys it "
+                          f"leaves out take the edge defaults); {_START_HINT}.", source=source)
+    kind = _KINDS.get(type(data), type(data).__name__)
+    shown = repr(data) if len(repr(data)) <= 40 else repr(data)[:37] + "..."
+    raise ConfigError(None, None, f"the top level is {kind} ({shown}), not a mapping of keys to values (name:, "
+                      f"model:, resv:, dre: ...); {_START_HINT}.", source=source)
 
 
 def field_docs(cls=Config, prefix="") -> list[tuple[str, object, str]]:
