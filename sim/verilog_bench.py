@@ -14,6 +14,10 @@ stimulus and no expected beats is the idle test: after reset every VALID and eve
 defined and no output stream transfers a beat.
 
 Statics are constant inputs for the whole run; any other input that is not the clock or reset is held at 0.
+
+The Verilog lints clean with the package's waivers (``verilator --lint-only -Wall <top>.vlt <top>.v tb_<top>.v``,
+docs/ip.md): clocked blocks assign the testbench's state and the design's inputs with ``<=`` (a value needed again
+within the edge is a variable of the block), and the initial block releases the reset on a falling edge.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from __future__ import annotations
 from .bench import StreamBench
 
 __all__ = ["verilog_testbench", "usable_bench", "STALL_PROBABILITY", "preamble", "output_checks", "signal_checks",
-           "clock_and_reset", "hex_literal", "const_table", "lfsr_seed", "reg_decl"]
+           "clock_and_reset", "hex_literal", "const_table", "lfsr_seed", "reg_decl", "release_reset"]
 
 STALL_PROBABILITY = 0.25   # LFSR low two bits == 0
 _LFSR_TAPS = "32'h80200003"   # x^32 + x^22 + x^2 + x + 1 (maximal length), Galois form
@@ -121,6 +125,12 @@ def output_checks(interface: dict) -> list[str]:
     return lines + ["  end"]
 
 
+def release_reset(clock: str, reset: str) -> list[str]:
+    """Release the reset and start the clocked blocks on a falling edge: the design samples the change on the next
+    rising edge, with no race between the initial block and the design's (or the testbench's) clocked processes."""
+    return [f"    @(negedge {clock});", f"    {reset} = 1'b0;", "    running = 1'b1;"]
+
+
 def verilog_testbench(bench: StreamBench, interface: dict, *, name: str, clock_mhz: float,
                       origin: str) -> str:
     """Verilog text of module ``name`` replaying ``bench`` on the design described by ``interface``
@@ -135,19 +145,22 @@ def verilog_testbench(bench: StreamBench, interface: dict, *, name: str, clock_m
         w, n = ports[f"{p}__payload"]["width"], len(bench.inputs[p])
         lines += [f"  // input stream {p}: {n} beats", *const_table(f"{p}_beat", w, bench.inputs[p]),
                   f"  integer {p}_sent = 0;", f"  reg [31:0] {p}_lfsr = {hex_literal(32, lfsr_seed(bench.seed, k))};",
-                  f"  always @(posedge {clock}) if (running) begin",
-                  f"    if ({p}__valid && {p}__ready) {p}_sent = {p}_sent + 1;",
-                  f"    {p}_lfsr = lfsr_next({p}_lfsr);",
+                  f"  always @(posedge {clock}) if (running) begin : {p}_drive",
+                  "    integer sent_n;", "    reg [31:0] lfsr_n;",
+                  f"    sent_n = {p}__valid && {p}__ready ? {p}_sent + 1 : {p}_sent;",
+                  f"    lfsr_n = lfsr_next({p}_lfsr);",
+                  f"    {p}_sent <= sent_n;", f"    {p}_lfsr <= lfsr_n;",
                   f"    if (!({p}__valid && !{p}__ready)) begin",
-                  f"      {p}__valid <= {p}_sent < {n} && {p}_lfsr[1:0] != 2'b00;",
-                  f"      {p}__payload <= {p}_beat({p}_sent);",
+                  f"      {p}__valid <= sent_n < {n} && lfsr_n[1:0] != 2'b00;",
+                  f"      {p}__payload <= {p}_beat(sent_n);",
                   "    end", "  end"]
     for k, p in enumerate(outs):
         w, n = ports[f"{p}__payload"]["width"], len(bench.expected[p])
         lines += [f"  // output stream {p}: {n} beats expected", *const_table(f"{p}_expected", w, bench.expected[p]),
                   f"  integer {p}_seen = 0;", f"  reg [31:0] {p}_lfsr = {hex_literal(32, lfsr_seed(bench.seed, 100 + k))};",
                   f"  reg {p}_stalled = 1'b0;", reg_decl(w, f"{p}_held"),
-                  f"  always @(posedge {clock}) if (running) begin",
+                  f"  always @(posedge {clock}) if (running) begin : {p}_check",
+                  "    reg [31:0] lfsr_n;",
                   f"    if ({p}_stalled && (!{p}__valid || {p}__payload !== {p}_held))",
                   f"      fail(\"{p}: valid dropped or payload changed while stalled\");",
                   f"    if ({p}__valid && {p}__ready) begin",
@@ -156,17 +169,17 @@ def verilog_testbench(bench: StreamBench, interface: dict, *, name: str, clock_m
                   f"        $display(\"FAIL: {p} beat %0d: expected %h, got %h\", {p}_seen, {p}_expected({p}_seen), "
                   f"{p}__payload);",
                   "        $fatal(1);", "      end",
-                  f"      {p}_seen = {p}_seen + 1;", "    end",
-                  f"    {p}_stalled = {p}__valid && !{p}__ready;", f"    {p}_held = {p}__payload;",
-                  f"    {p}_lfsr = lfsr_next({p}_lfsr);", f"    {p}__ready <= {p}_lfsr[1:0] != 2'b00;", "  end"]
+                  f"      {p}_seen <= {p}_seen + 1;", "    end",
+                  f"    {p}_stalled <= {p}__valid && !{p}__ready;", f"    {p}_held <= {p}__payload;",
+                  f"    lfsr_n = lfsr_next({p}_lfsr);", f"    {p}_lfsr <= lfsr_n;",
+                  f"    {p}__ready <= lfsr_n[1:0] != 2'b00;", "  end"]
     lines += output_checks(interface)
     pending = " || ".join([f"{p}_sent < {len(bench.inputs[p])}" for p in ins]
                           + [f"{p}_seen < {len(bench.expected[p])}" for p in outs]) or "1'b0"
     checks = signal_checks(ports, bench.expected_signals)
     budget = bench.cycle_budget()
     lines += ["  initial begin",
-              f"    repeat ({bench.reset_cycles}) @(posedge {clock});",
-              f"    {reset} <= 1'b0;", "    running <= 1'b1;",
+              f"    repeat ({bench.reset_cycles}) @(posedge {clock});", *release_reset(clock, reset),
               f"    while (({pending}) && cycle < {budget}) begin @(posedge {clock}); cycle = cycle + 1; end",
               f"    if ({pending}) fail(\"not finished within the cycle budget ({budget} cycles)\");",
               f"    repeat ({bench.drain_cycles}) @(posedge {clock});",

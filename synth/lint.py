@@ -27,17 +27,23 @@ class LintResult:
         return not self.warnings
 
 
-def lint_command(emitted, verilator: str = "verilator") -> list[str]:
-    """The lint command, run in the emitted folder (file names relative to it)."""
+def lint_command(emitted, verilator: str = "verilator", *, testbench: bool = False) -> list[str]:
+    """The lint command, run in the emitted folder (file names relative to it); with ``testbench`` the whole
+    package: the design and its testbench ``tb_<top>.v`` (the top module), with the same waivers."""
+    if testbench:
+        tb = emitted.file("testbench")
+        return [verilator, "--lint-only", "-Wall", emitted.waivers.name, emitted.verilog.name, tb.name,
+                "--top-module", tb.stem]
     return [verilator, "--lint-only", "-Wall", emitted.waivers.name, emitted.verilog.name, "--top-module", emitted.top]
 
 
-def verilator_lint(emitted) -> LintResult:
-    """Lint the emitted Verilog with its shipped waivers; a Verilator crash raises, warnings are returned."""
+def verilator_lint(emitted, *, testbench: bool = False) -> LintResult:
+    """Lint the emitted Verilog (with ``testbench``: and its testbench) with its shipped waivers; a Verilator crash
+    raises, warnings are returned."""
     v = require("verilator")
-    log = emitted.directory / "lint.log"
-    proc = subprocess.run(lint_command(emitted, v.path), cwd=emitted.directory, capture_output=True, text=True,
-                          timeout=600)
+    log = emitted.directory / ("lint_tb.log" if testbench else "lint.log")
+    proc = subprocess.run(lint_command(emitted, v.path, testbench=testbench), cwd=emitted.directory,
+                          capture_output=True, text=True, timeout=600)
     log.write_text(proc.stdout + proc.stderr)
     found = [line for line in (proc.stdout + proc.stderr).splitlines() if re.match(r"%(Warning|Error)", line)]
     if proc.returncode and not found:

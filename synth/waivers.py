@@ -15,6 +15,10 @@ waveform viewing and often left unused:
 The aliases are found by reading the Verilog (module headers, instances, wire declarations, assignments), never
 from Verilator's warnings, so a waiver can only cover such a wire: any other unused signal still fails
 ``verilator --lint-only -Wall <top>.vlt <top>.v``.
+
+Last, one rule for the design file as a whole: it has no delays and so no `` `timescale`` (Amaranth writes none), and
+Verilator flags each of its modules (TIMESCALEMOD) when another file of the run declares one, as a testbench does
+(the package's ``tb_<top>.v``, or the user's): the file's waiver lets the package lint clean as a whole.
 """
 
 from __future__ import annotations
@@ -135,4 +139,7 @@ def waiver_text(verilog_text: str, verilog_name: str) -> str:
         for a in copies:
             parts.append(f'lint_off -rule UNUSEDSIGNAL -file "*{verilog_name}" -lines {a.line}'
                          f"  // {a.module}: {a.wire} = {a.port}")
+    parts.append(f"// 11. {verilog_name} has no delays and no `timescale (Amaranth writes none): it runs in the timescale "
+                 "of the flow.\n//     A testbench that declares one (tb_*.v of the package, or yours) would flag "
+                 f"each of its modules.\nlint_off -rule TIMESCALEMOD -file \"*{verilog_name}\"")
     return "\n".join(parts) + "\n"

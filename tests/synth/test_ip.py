@@ -104,6 +104,24 @@ def test_shipped_waivers_are_exact(work_dir):
     assert lint(probe, waiver_text(probe, e.verilog.name)) == {"vrex_probe"}
 
 
+@pytest.mark.parametrize("component", ["wtu", "kvmu"])
+def test_the_package_with_its_testbench_lints_clean(component, work_dir):
+    """The whole package, design and tb_<top>.v, is clean under `verilator --lint-only -Wall` with the shipped
+    waivers: the testbench's clocked blocks assign its state with <= (no BLKSEQ), the reset is released on a falling
+    edge (no INITIALDLY). Without the design file's TIMESCALEMOD waiver (rule 11) exactly that rule warns, on the
+    design's modules only: the testbench itself needs no waiver of its own."""
+    e = emit(component, TINY)
+    tb = e.file("testbench")
+    assert verilator_lint(e, testbench=True).clean, (e.directory / "lint_tb.log").read_text()[-3000:]
+    for f in (e.verilog, tb):
+        shutil.copy(f, work_dir / f.name)
+    (work_dir / e.waivers.name).write_text(e.waivers.read_text().split("// 11.")[0])
+    out = subprocess.run(lint_command(e, require("verilator").path, testbench=True), cwd=work_dir,
+                         capture_output=True, text=True)
+    warnings = re.findall(r"^%Warning-(\w+): ([^:]+):", out.stderr, re.M)
+    assert warnings and {w for w, _ in warnings} == {"TIMESCALEMOD"} and {f for _, f in warnings} == {e.verilog.name}
+
+
 def test_fusesoc_lists_shows_lints_and_simulates_the_core(work_dir):
     e = emit("dre", TINY)
     vlnv = core_vlnv("dre", TINY)
@@ -295,6 +313,7 @@ def test_fusesoc_lint_and_sim_of_every_component(component, config, work_dir):
                       target, vlnv, cwd=work_dir)
         assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     assert f"PASS: {e.top}: " in run.stdout
+    assert verilator_lint(e, testbench=True).clean, (e.directory / "lint_tb.log").read_text()[-3000:]
     if component in IDLE_SIM_ONLY:
         assert "idle after reset, every output defined" in run.stdout
     else:
