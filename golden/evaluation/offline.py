@@ -47,7 +47,8 @@ METHODS = ("full", "flexgen", "infinigen", "rekv", "quest", "oracle_topp", "resv
 VARIANTS = {"resv_exact": {"resv.selection": "exact"}, "resv_topk": {"dre.wtu.mode": "topk"},
             "resv_exp": {"resv.score_transform": "exp"},
             "resv_linear": {"resv.score_transform": "shift_min", "dre.wtu.mode": "early_exit"},
-            "resv_all": {"resv.retrieval_scope": "all"}}
+            "resv_all": {"resv.retrieval_scope": "all"},
+            "resv_row": {"resv.threshold_mass": "row", "resv.score_transform": "exp2", "dre.wtu.mode": "histogram"}}
 STAGE_PARTS = {"frame": ("frame",), "text": ("question", "answer"), "question": ("question",),
                "answer": ("answer",)}
 

@@ -184,3 +184,33 @@ def test_cli_rejects_bad_input_in_one_sentence_and_writes_nothing(tmp_path, caps
         err = capsys.readouterr().err
         assert message in err and "Traceback" not in err
         assert not out.exists()
+
+
+def test_the_cli_runs_a_small_grid_end_to_end_and_resumes_from_saved_cells(tiny, tmp_path, capsys, monkeypatch):
+    cfg, lm = tiny
+    monkeypatch.setenv("VREX_BUILD_DIR", str(tmp_path / "build"))
+    yaml = tmp_path / "tiny.yaml"
+    yaml.write_text(cfg.dump_yaml())
+    out = tmp_path / "r.json"
+    args = ["niah", "-c", str(yaml), "--model", str(lm.source.path), "--lengths", "320", "--depths", "0,1",
+            "--needles", "coffee,rocket", "--methods", "full,resv,rekv", "--clips", "carphone_pristine", "--fps", "2",
+            "--json", str(out), "-o", str(tmp_path / "plots"), "-q"]
+    assert main(args) == 0
+    assert "niah method" in capsys.readouterr().out
+    import json
+
+    r = json.loads(out.read_text())
+    assert set(r["methods"]) == {"full", "resv", "rekv"}
+    asked = [q for q in r["questions"] if q["method"] == "resv"]
+    assert sorted(q["depth"] for q in asked) == [0.0, 1.0]
+    for m in r["methods"].values():
+        n = m["niah"]
+        kept = 2 - len(r["dropped_needles"])
+        assert n["questions"] == kept and set(n) >= {"accuracy", "exact_match", "delta_points", "needle_hit_rate", "ratio"}
+    assert r["methods"]["full"]["niah"]["ratio"]["frame"] == 1.0 and r["methods"]["rekv"]["niah"]["ratio"]["frame"] < 1
+    assert (tmp_path / "plots" / "niah-heatmaps.png").is_file()
+    saved = sorted((tmp_path / "build" / "golden" / "niah" / "cells").glob("*.json"))
+    assert len(saved) == 4                                   # reference + three methods
+    monkeypatch.setattr("vrex.golden.evaluation.niah.grid.cell", lambda *a, **k: pytest.fail("a saved cell ran again"))
+    assert main(args) == 0
+    assert json.loads(out.read_text())["methods"] == r["methods"]

@@ -123,7 +123,8 @@ def _cmd_niah(args) -> int:
           f"{list(spec.depths)} × needles {list(spec.needles)} × methods {list(spec.methods)}; {cells} cells "
           f"(one prefill each){' on ' + args.scheduler if args.scheduler else ''}", flush=True)
     t0 = time.perf_counter()
-    grid = run_grid(cfg, spec, scheduler=args.scheduler, progress=not args.quiet)
+    grid = run_grid(cfg, spec, scheduler=args.scheduler, progress=not args.quiet,
+                    cell_dir=golden_cache_dir("niah", "cells"))
     for c in grid["cells"].values():
         c.pop("fractions", None)
     agg = aggregate(spec, grid)

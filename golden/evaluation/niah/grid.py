@@ -49,6 +49,7 @@ class GridSpec:
 QUICK = dict(lengths=(1024,), depths=(0.25, 1.0), needles=("coffee", "rocket"), methods=("full", "resv", "rekv"))
 
 _MODELS: dict = {}
+CELL_VERSION = 1          # bump when a cell's computation changes (part of the saved cells' key)
 
 
 def _model(name):
@@ -83,11 +84,14 @@ def cell(cfg, spec: GridSpec, length: int, rotation: int | None, method: str, ma
     from vrex.golden.evaluation.niah.haystack import build_context, place_needles
     from vrex.golden.evaluation.niah.run import run_cell
     from vrex.golden.traces.llm.model import check_shapes, model_shape
+    from vrex.golden.traces.trace import QUESTION
 
     lm, hay = _haystack(cfg, spec, length)
     check_shapes(cfg, model_shape(lm.model.config), lm.source.label)
     depths = None if rotation is None else place_needles(list(spec.needles), list(spec.depths), rotation)
     ctx = build_context(lm, hay, depths)
+    if rotation is None:           # the reference needs no retrieval: the haystack in one prefill step (faster)
+        ctx.segments = [(QUESTION, ctx.tokens)]
     t0 = time.perf_counter()
     out = run_cell(cfg, lm, ctx, method, _settings(spec), layers=spec.layers, engine=spec.engine,
                    matched=matched.get("fractions") if isinstance(matched, dict) else None)
@@ -124,15 +128,52 @@ def _line(done, total, key, seconds, t0):
           file=sys.stderr, flush=True)
 
 
-def run_grid(cfg, spec: GridSpec, *, scheduler: str | None = None, progress: bool = True) -> dict:
-    """Every cell of ``spec``; ``{"cells": {key: cell}, "spec": …}`` with keys ``"L/r/method"``."""
+def _cell_file(cell_dir, cfg, spec, key):
+    import hashlib
+    import json
+
+    L, r, m = key
+    what = {"config": cfg.hash(), "spec": {k: v for k, v in spec.describe().items() if k not in ("lengths", "methods")},
+            "length": L, "rotation": r, "method": m, "version": CELL_VERSION}
+    h = hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]
+    return cell_dir / f"{L}-{'ref' if r is None else r}-{m}-{h}.json"
+
+
+def _saved(cell_dir, cfg, spec, key):
+    import json
+
+    f = _cell_file(cell_dir, cfg, spec, key)
+    try:
+        return json.loads(f.read_text()) if f.is_file() else None
+    except ValueError:
+        return None
+
+
+def _save(cell_dir, cfg, spec, key, result):
+    import json
+    import os
+
+    f = _cell_file(cell_dir, cfg, spec, key)
+    f.parent.mkdir(parents=True, exist_ok=True)
+    tmp = f.with_name(f"{f.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps({k: v for k, v in result.items() if k != "fractions"}, default=str))
+    os.replace(tmp, f)
+
+
+def run_grid(cfg, spec: GridSpec, *, scheduler: str | None = None, progress: bool = True, cell_dir=None) -> dict:
+    """Every cell of ``spec``; ``{"cells": {key: cell}, "spec": …}`` with keys ``"L/r/method"``. With ``cell_dir``
+    (local runs, budgets other than matched) each finished cell is saved there and a rerun of the same config and
+    spec reads it instead of running it again: an interrupted grid resumes."""
     jobs = _jobs(spec)
     t0 = time.perf_counter()
     results = {}
     if scheduler is None:
         for i, (key, L, r, m, dep) in enumerate(jobs, 1):
             t = time.perf_counter()
-            results[key] = cell(cfg, spec, L, r, m, results.get(dep))
+            saved = _saved(cell_dir, cfg, spec, key) if cell_dir is not None and spec.budget != "matched" else None
+            results[key] = saved if saved is not None else cell(cfg, spec, L, r, m, results.get(dep))
+            if cell_dir is not None and saved is None:
+                _save(cell_dir, cfg, spec, key, results[key])
             if progress:
                 _line(i, len(jobs), key, time.perf_counter() - t, t0)
     else:
@@ -188,7 +229,7 @@ def aggregate(spec: GridSpec, grid: dict) -> dict:
         L, r, m = key.split("/")
         if r == "ref":
             continue
-        ref = cells[f"{L}/ref/full"]["branches"]
+        ref = cells[f"{L}/ref/reference"]["branches"]
         for needle, b in c["branches"].items():
             scores = option_scores(b["log_likelihood"], ref[needle]["log_likelihood"])
             pred = max(scores, key=scores.get)

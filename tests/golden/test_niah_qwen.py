@@ -1,0 +1,30 @@
+"""`vrex niah --quick` on the shipped model (Qwen2.5-Coder-0.5B-Instruct from its PyPI wheels) and config, as a new
+user runs it after the README's set-up: the table, the JSON contract, and a benchmark that measures something
+(full attention answers the quick needles; retrieval fetches part of the haystack)."""
+
+import json
+
+import pytest
+
+from vrex.cli import main
+
+pytestmark = pytest.mark.slow
+
+
+def test_quick_niah_on_the_default_model(tmp_path, capsys):
+    out = tmp_path / "niah.json"
+    assert main(["niah", "--quick", "--json", str(out), "-o", str(tmp_path / "plots"), "-q"]) == 0
+    table = capsys.readouterr().out
+    assert "niah method" in table and "resv" in table and "rekv" in table
+    r = json.loads(out.read_text())
+    assert r["config"] == "qwen05" and r["model"]["sha256"].startswith("1d9614638d18")
+    m = r["methods"]
+    assert set(m) == {"full", "resv", "rekv"}
+    for name, v in m.items():
+        n = v["niah"]
+        assert n["questions"] == 2 and 0.0 <= n["accuracy"] <= 1.0 and n["delta_points"] is not None
+    assert m["full"]["niah"]["accuracy"] >= 0.5             # the model answers the quick needles with full attention
+    for name in ("resv", "rekv"):
+        assert 0.0 < m[name]["niah"]["ratio"]["frame"] < 1.0     # part of the offloaded haystack is fetched
+        assert m[name]["niah"]["needle_hit_rate"] is not None
+    assert all((tmp_path / "plots" / f).is_file() for f in ("niah-heatmaps.png", "niah-accuracy-vs-traffic.png"))
