@@ -186,6 +186,7 @@ def test_cli_rejects_bad_input_in_one_sentence_and_writes_nothing(tmp_path, caps
         assert not out.exists()
 
 
+@pytest.mark.slow
 def test_the_cli_runs_a_small_grid_end_to_end_and_resumes_from_saved_cells(tiny, tmp_path, capsys, monkeypatch):
     cfg, lm = tiny
     monkeypatch.setenv("VREX_BUILD_DIR", str(tmp_path / "build"))
