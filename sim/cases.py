@@ -11,7 +11,7 @@ from functools import cached_property
 
 from vrex.config import Config, load_config
 
-__all__ = ["Case", "HAMMING_LANES_CASES", "HCU_CASES", "WTU_CASES", "DRE_CASES", "EXP2", "LINEAR"]
+__all__ = ["Case", "HAMMING_LANES_CASES", "HCU_CASES", "WTU_CASES", "DRE_CASES", "EXP2", "LINEAR", "ROW_MASS"]
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,9 @@ class Case:
 # tiny default).
 EXP2 = {"resv.score_transform": "exp2", "dre.wtu.mode": "histogram"}
 LINEAR = {"resv.score_transform": "shift_min", "dre.wtu.mode": "early_exit"}
+# The row-mass threshold (resv.threshold_mass = row, docs/formats.md §WTU row mass) on the exp2 datapath: the score beats
+# carry each row's resident input; p = 0.9 in both stages (the ratio input the benches drive).
+ROW_MASS = {**EXP2, "resv.threshold_mass": "row", "resv.row_mass_p": 0.9, "resv.text_row_mass_p": 0.9}
 
 HAMMING_LANES_CASES = [
     Case("tiny-16b-4lanes", "tiny"),
@@ -91,6 +94,14 @@ WTU_CASES = [
                                                "dre.wtu.refine_bins": 2, "dre.wtu.refine_passes": 3,
                                                "dre.wtu.pipeline_stages": 4, "dre.wtu.ratio_bits": 4,
                                                "dre.wtu.exp_mantissa_bits": 5}),
+    # row mass: tiny (a 24-bit resident sum as wide as the row sums); 3 lanes, 5 bins of 4 octaves, two passes, no
+    # optional pipeline register and a 10-bit resident sum (shifted out after 3 bins); the edge rule with row mass
+    Case("wtu-tiny-exp2-row", "tiny", ROW_MASS),
+    Case("wtu-exp2-row-3lanes-p1-z10", "tiny", {**ROW_MASS, "dre.wtu.lanes": 3, "dre.wtu.score_memory_bytes": 72,
+                                                "dre.wtu.buckets": 5, "dre.wtu.bucket_octaves": 4,
+                                                "dre.wtu.refine_bins": 4, "dre.wtu.refine_passes": 2,
+                                                "dre.wtu.pipeline_stages": 1, "dre.wtu.resident_sum_bits": 10}),
+    Case("wtu-edge-exp2-row", "edge", ROW_MASS),
 ]
 
 # HCU: parallel edge, bit-serial, 4-bit slices with and without early exit (and a 2-stage pipeline), `first` with
@@ -117,6 +128,8 @@ DRE_CASES = [
     Case("dre-histogram-first-bitserial", "tiny", {"dre.wtu.mode": "histogram", "resv.assignment": "first",
                                                    "dre.hcu.full_policy": "join_nearest",
                                                    "dre.hcu.bits_per_cycle": 1, "dre.counter_bits": 8}),
+    Case("dre-tiny-exp2-row", "tiny", {**ROW_MASS, "dre.hcu.bits_per_cycle": 4}),
+    Case("dre-edge-row", "edge", ROW_MASS),
 ]
 
 

@@ -63,6 +63,28 @@ def wtu_exp2_reversed_lut(scores, counts, **kw):
                        lut=lut)
 
 
+def wtu_row_mass_no_rescale(scores, counts, **kw):
+    """WTU row mass: the resident total is not shifted to the joint anchor (the resident maximum is taken to sit in
+    the offloaded maximum's bin whenever it is lower)."""
+    from vrex.golden.dre.wtu.exp import ResidentMass
+    res = kw.pop("resident", None)
+    if res is not None and res.total and scores:
+        res = ResidentMass(max(res.max_score, max(scores)), res.total)
+    return gw.select_row(scores, counts, **kw, **({"resident": res} if res is not None else {}))
+
+
+def wtu_row_mass_threshold_without_r(scores, counts, **kw):
+    """WTU row mass: the threshold is ``((r + total) · p) >> R`` without the ``- r`` (the resident mass counted in
+    the target but not in the sum that must reach it)."""
+    import vrex.golden.dre.wtu.exp as ge
+    right = ge.row_threshold
+    ge.row_threshold = lambda total, resident, ratio_q, ratio_bits: ((resident + total) * ratio_q) >> ratio_bits
+    try:
+        return gw.select_row(scores, counts, **kw)
+    finally:
+        ge.row_threshold = right
+
+
 # ---- performance model: deliberately wrong device tiers (tests/perf/test_perf_tier.py must catch them) ----------------
 
 

@@ -51,7 +51,8 @@ class DRE(wiring.Component):
     codes : In(stream)            HCU input items ``{code, preload, last}`` (from the LXE / HC-table staging).
     assignments : Out(stream)     HCU assignments ``{token, cluster, distance, new, full, first, last}``.
     counts : In(stream)           WTU token counts of a job's clusters (from the HC table).
-    scores : In(stream)           WTU score rows (from the LXE).
+    scores : In(stream)           WTU score rows (from the LXE); with ``resv.threshold_mass = row`` each row's
+                                  resident input on its first beat (docs/formats.md §WTU row mass).
     rows : Out(stream)            WTU per-row cluster masks with status.
     selection : Out(stream)       WTU OR-aggregated mask of each job (GQA group): what to prefetch.
     threshold : In                Th_hd for the HCU (latched per job, see HCU).

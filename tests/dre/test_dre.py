@@ -27,7 +27,7 @@ def check(result, bench):
 @pytest.mark.parametrize("traffic", [(1.0, 1.0), (0.7, 0.6), (0.4, 0.3)], ids=["no-stall", "random", "heavy"])
 def test_amaranth_sim_matches_golden_and_counters(case, traffic):
     cfg = case.config()
-    n = 40 if case.id == "dre-edge" else 120
+    n = 40 if case.id.startswith("dre-edge") else 120
     bench = make_bench(cfg, n=n, seed=3, p_valid=traffic[0], p_ready=traffic[1])
     result = run_amaranth(DRE.from_config(cfg), bench)
     check(result, bench)
@@ -62,18 +62,20 @@ def test_counters_wrap_at_their_width():
     check(run_amaranth(DRE.from_config(cfg), bench), bench)
 
 
-@pytest.mark.parametrize("mutant", ["hcu", "wtu"])
+@pytest.mark.parametrize("mutant", ["hcu", "wtu", "wtu-row-mass"])
 def test_a_wrong_reference_is_caught(mutant):
-    cfg = BY_ID["dre-tiny"].config()
-    kw = {"reference_hcu": mutants.hcu_less_equal} if mutant == "hcu" else \
-        {"reference_wtu": mutants.wtu_walks_one_bucket_less}
+    cfg = BY_ID["dre-tiny-exp2-row" if mutant == "wtu-row-mass" else "dre-tiny"].config()
+    kw = {"hcu": {"reference_hcu": mutants.hcu_less_equal},
+          "wtu": {"reference_wtu": mutants.wtu_walks_one_bucket_less},
+          "wtu-row-mass": {"reference_wtu": mutants.wtu_row_mass_threshold_without_r}}[mutant]
     bench = make_bench(cfg, n=150, seed=6, **kw)
     report = run_amaranth(DRE.from_config(cfg), bench).report(bench)
     assert "mismatching transaction" in report
 
 
-def test_trace_driven_jobs_from_a_session():
-    cfg = BY_ID["dre-tiny"].config()
+@pytest.mark.parametrize("case_id", ["dre-tiny", "dre-tiny-exp2-row"])
+def test_trace_driven_jobs_from_a_session(case_id):
+    cfg = BY_ID[case_id].config()
     for trace in ("synthetic", "video"):
         jobs = record_jobs(cfg, trace, seed=0, max_jobs=8, layers=[0], frames=14)
         assert jobs[0] and jobs[1], f"{trace}: a session of 14 frames must give HCU and WTU jobs"
@@ -86,7 +88,7 @@ def test_trace_driven_jobs_from_a_session():
 @pytest.mark.parametrize("case", CASES)
 def test_cocotb_matches_golden_and_counters(case, simulator, work_dir):
     cfg = case.config()
-    n = 30 if case.id == "dre-edge" else 100
+    n = 30 if case.id.startswith("dre-edge") else 100
     bench = make_bench(cfg, n=n, seed=7, p_valid=0.7, p_ready=0.6)
     check(run_cocotb(emit("dre", cfg), bench, simulator, work_dir), bench)
 

@@ -100,6 +100,9 @@ def test_ratio_extremes(case, ratio):
     rows = [b for b in rows_of(bench, cfg) if b["last"]]
     if ratio != "zero":       # T ≥ total: every cluster of every row selected
         assert all(b["exit_bucket"] == 0 for b in rows)
+    elif bench_params(cfg).geometry.row_mass:   # T = -r: a row with resident mass fetches nothing, one without walks 1
+        assert all(b["buckets_walked"] <= 1 for b in rows)
+        assert sum(b["buckets_walked"] == 0 and b["selected"] == 0 for b in rows) > len(rows) // 4
     else:                     # T = 0: the walk stops at the first bucket with a positive sum
         assert sum(b["buckets_walked"] == 1 for b in rows) > len(rows) // 2
 
@@ -128,7 +131,10 @@ BY_ID = {c.id: c for c in WTU_CASES}
 MUTANTS = [pytest.param("wtu-tiny-early_exit", mutants.wtu_walks_one_bucket_less, id="wicsum-walks-one-bucket-less"),
            pytest.param("wtu-topk-k8", mutants.wtu_ties_to_higher_index, id="topk-ties-to-higher-index"),
            pytest.param("wtu-tiny-exp2", mutants.wtu_exp2_skips_refinement, id="exp2-skips-refinement"),
-           pytest.param("wtu-tiny-exp2", mutants.wtu_exp2_reversed_lut, id="exp2-reversed-lut")]
+           pytest.param("wtu-tiny-exp2", mutants.wtu_exp2_reversed_lut, id="exp2-reversed-lut"),
+           pytest.param("wtu-tiny-exp2-row", mutants.wtu_row_mass_no_rescale, id="row-mass-no-rescale"),
+           pytest.param("wtu-exp2-row-3lanes-p1-z10", mutants.wtu_row_mass_threshold_without_r,
+                        id="row-mass-threshold-without-r")]
 
 
 @pytest.mark.parametrize("case_id, mutant", MUTANTS)
@@ -189,6 +195,8 @@ def test_measure_cycles_matches_the_model():
     assert figures["model_matches"] and figures["mode"] == "early_exit"
     exp2 = measure_cycles(BY_ID["wtu-tiny-exp2"].config())
     assert exp2["model_matches"] and exp2["per_row"]["latencies"]["fin_state"] == exp2["per_row"]["overhead"] - 2
+    row = measure_cycles(BY_ID["wtu-tiny-exp2-row"].config())     # the row rule: the same latencies
+    assert row["model_matches"] and row["per_row"] == exp2["per_row"]
     assert figures["per_row"]["overhead"] == gw.ROW_OVERHEAD and figures["per_row"]["per_pass_overhead"] == 3
     assert 2 <= figures["mean_passes"] <= 2 + TINY.dre.wtu.buckets
     assert 0 < figures["early_exit"]["mean_fraction_of_scores_to_threshold"] <= 1
@@ -242,12 +250,15 @@ def test_replay_of_saved_jobs(tmp_path):
     assert len(bench.expected["group"]) == sum(-(-len(j.counts) // cfg.dre.wtu.lanes) for j in loaded)
 
 
+@pytest.mark.parametrize("case_id", ["wtu-tiny-early_exit", "wtu-tiny-exp2-row"])
 @pytest.mark.parametrize("trace", ["synthetic", "video"])
-def test_recorded_session_jobs(trace):
+def test_recorded_session_jobs(trace, case_id):
     from vrex.golden.resv.block_jobs import record_jobs
-    cfg = TINY
+    cfg = BY_ID[case_id].config()
     _, wtu_jobs = record_jobs(cfg, trace, seed=0, max_jobs=6, layers=[0], frames=6)
     assert wtu_jobs
+    if cfg.resv.threshold_mass == "row":       # the session records each row's resident input
+        assert all(len(j.resident) == len(j.rows) and all(t > 0 for _, t in j.resident) for j in wtu_jobs)
     bench = make_bench(cfg, jobs=wtu_jobs, p_valid=0.7, p_ready=0.6)
     run(cfg, bench)
 
@@ -395,23 +406,34 @@ def test_unstable_payload_under_back_pressure_is_caught():
 # ---- real-LLM stimulus: WTU jobs recorded from SmolLM2 sessions (tests/dre/data/smollm2_wtu_jobs.json) ------------
 
 SMOLLM2_JOBS = __import__("pathlib").Path(__file__).parent / "data" / "smollm2_wtu_jobs.json"
+# the same model and clips with resv.threshold_mass = row: every row carries its resident input (mass of the sinks,
+# the recent window and the current step), recorded by the session
+SMOLLM2_ROW_MASS_JOBS = SMOLLM2_JOBS.with_name("smollm2_wtu_jobs_row_mass.json")
 
 
-def smollm2_jobs():
-    _, jobs, meta = load_jobs(SMOLLM2_JOBS)
+def smollm2_jobs(row_mass: bool = False):
+    _, jobs, meta = load_jobs(SMOLLM2_ROW_MASS_JOBS if row_mass else SMOLLM2_JOBS)
     assert "SmolLM2" in meta["source"] and jobs
+    assert all(len(j.resident) == (len(j.rows) if row_mass else 0) for j in jobs)
     return jobs
 
 
+@pytest.mark.parametrize("case_id", ["wtu-edge-exp2", "wtu-edge-exp2-row"])
 @pytest.mark.parametrize("traffic", [pytest.param((1.0, 1.0), id="no-stall"), pytest.param((0.6, 0.5), id="stall")])
-def test_real_llm_jobs_on_the_edge_wtu(traffic):
-    """Rows of a trained LLM (peaked, with sinks and heavy hitters) through the edge exp2 WTU; exact cycles."""
-    cfg = BY_ID["wtu-edge-exp2"].config()
-    jobs = smollm2_jobs()
+def test_real_llm_jobs_on_the_edge_wtu(traffic, case_id):
+    """Rows of a trained LLM (peaked, with sinks and heavy hitters) through the edge exp2 WTU, with the offloaded and
+    the row-mass threshold; exact cycles."""
+    cfg = BY_ID[case_id].config()
+    row_mass = cfg.resv.threshold_mass == "row"
+    jobs = smollm2_jobs(row_mass)
     bench = make_bench(cfg, jobs=jobs, p_valid=traffic[0], p_ready=traffic[1], seed=9)
     result = run(cfg, bench)
-    sel = [gw.wtu_job(j.counts, j.rows, capacity=cfg.dre.wtu.row_capacity, **bench_params(cfg).golden) for j in jobs]
+    sel = [gw.wtu_job(j.counts, j.rows, capacity=cfg.dre.wtu.row_capacity, resident=j.resident or None,
+                      **bench_params(cfg).golden) for j in jobs]
     assert sum(r.count() for s in sel for r in s.rows) < 0.5 * sum(len(j.counts) * len(j.rows) for j in jobs)
+    if row_mass:                # rows whose window holds p fetch nothing, the others walk
+        decided = [r.none_selected for s in sel for r in s.rows]
+        assert 0 < sum(decided) < len(decided)
     if traffic == (1.0, 1.0):
         t0 = result.handshake_cycles["in:counts"][0]
         model = model_schedule(bench_params(cfg), jobs)

@@ -130,6 +130,29 @@ def test_schedule_is_back_to_back():
             assert sched["in:counts"][k] == t
 
 
+def test_row_mass_cycles_follow_the_selection():
+    """threshold_mass = row: the same latencies; a row whose resident mass holds p runs no refinement pass, a row
+    without resident mass takes the offloaded rule's cycles, and wtu_job_cycles / wtu_schedule take the input."""
+    from vrex.golden.dre.wtu.linear import exp2_latencies
+
+    cfg = next(c for c in WTU_CASES if c.id == "wtu-tiny-exp2-row").config()
+    p = bench_params(cfg)
+    g, kw = p.geometry, p.timing
+    lat = exp2_latencies(kw["exp"], g.pipeline_stages, g.ratio_bits)
+    job = corner_jobs(cfg)["resident_holds_row"]
+    row, counts = job.rows[0], job.counts
+    w = -(-len(counts) // g.lanes)
+    offloaded = wtu_row_cycles(row, counts, lanes=g.lanes, **kw)
+    assert offloaded.selection_passes == 1                 # the offloaded rule refines this row
+    assert wtu_row_cycles(row, counts, lanes=g.lanes, resident=(row[0], 0), **kw) == offloaded
+    nothing = wtu_row_cycles(row, counts, lanes=g.lanes, resident=job.resident[0], **kw)
+    assert nothing.selection_passes == 0 and nothing.cycles == 2 * w + lat["fin_state"] + lat["mask_tail"]
+    cycles = wtu_job_cycles(counts, job.rows, capacity=g.capacity, lanes=g.lanes, resident=job.resident, **kw)
+    assert cycles == w + 2 * nothing.cycles
+    sched = wtu_schedule([(counts, job.rows, job.resident)], capacity=g.capacity, lanes=g.lanes, **kw)
+    assert sched["group"][-1] == cycles
+
+
 # ---- bench packing -------------------------------------------------------------------------------------------
 
 

@@ -4,6 +4,7 @@ import pytest
 
 from conftest import params, simulators
 from mutants import wtu_ties_to_higher_index as mutant_ties_to_higher_index
+from mutants import wtu_row_mass_threshold_without_r as mutant_row_mass_threshold_without_r
 from mutants import wtu_walks_one_bucket_less as mutant_walks_one_bucket_less
 from test_wtu import rejected_jobs
 from vrex.config import load_config
@@ -19,6 +20,7 @@ from vrex.synth.verilog import emit
 CASES = params(WTU_CASES)
 TINY = next(c for c in WTU_CASES if c.id == "wtu-tiny-early_exit").config()
 TOPK = next(c for c in WTU_CASES if c.id == "wtu-topk-k8").config()
+ROW = next(c for c in WTU_CASES if c.id == "wtu-exp2-row-3lanes-p1-z10").config()
 
 
 def stimulus(case_id, cfg, beats):
@@ -42,8 +44,8 @@ def test_cocotb_matches_golden(case, simulator, work_dir):
 
 @pytest.mark.sim
 @pytest.mark.parametrize("simulator", simulators())
-def test_cocotb_no_stall_cycles_equal_the_model(simulator, work_dir):
-    cfg = TINY
+@pytest.mark.parametrize("cfg", [pytest.param(TINY, id="tiny"), pytest.param(ROW, id="row-mass")])
+def test_cocotb_no_stall_cycles_equal_the_model(cfg, simulator, work_dir):
     jobs = stimulus("tiny", cfg, 150)
     bench = make_bench(cfg, jobs=jobs, p_valid=1.0, p_ready=1.0)
     result = run_cocotb(emit("wtu", cfg), bench, simulator, work_dir)
@@ -65,7 +67,8 @@ def test_cocotb_heavy_stall(simulator, work_dir):
 @pytest.mark.sim
 @pytest.mark.parametrize("simulator", simulators())
 @pytest.mark.parametrize("cfg, mutant", [pytest.param(TINY, mutant_walks_one_bucket_less, id="wicsum"),
-                                         pytest.param(TOPK, mutant_ties_to_higher_index, id="topk")])
+                                         pytest.param(TOPK, mutant_ties_to_higher_index, id="topk"),
+                                         pytest.param(ROW, mutant_row_mass_threshold_without_r, id="row-mass")])
 def test_cocotb_catches_a_wrong_reference(cfg, mutant, simulator, work_dir):
     jobs = random_wtu_jobs(cfg, 150, seed=2) + [corner_jobs(cfg)["ties_at_k"]]
     bench = make_bench(cfg, jobs=jobs, reference=mutant)
@@ -136,11 +139,14 @@ def test_extreme_geometries_lint_and_structure(overrides):
 
 @pytest.mark.sim
 @pytest.mark.parametrize("simulator", simulators())
-def test_cocotb_real_llm_jobs(simulator, work_dir):
-    """WTU jobs recorded from SmolLM2 sessions on the edge exp2 WTU under random back-pressure."""
+@pytest.mark.parametrize("case_id", ["wtu-edge-exp2", "wtu-edge-exp2-row"])
+def test_cocotb_real_llm_jobs(case_id, simulator, work_dir):
+    """WTU jobs recorded from SmolLM2 sessions on the edge exp2 WTU (offloaded and row-mass threshold) under random
+    back-pressure."""
     from test_wtu import smollm2_jobs
 
-    cfg = next(c for c in WTU_CASES if c.id == "wtu-edge-exp2").config()
-    bench = make_bench(cfg, jobs=smollm2_jobs(), p_valid=0.7, p_ready=0.6, seed=3)
+    cfg = next(c for c in WTU_CASES if c.id == case_id).config()
+    jobs = smollm2_jobs(cfg.resv.threshold_mass == "row")
+    bench = make_bench(cfg, jobs=jobs, p_valid=0.7, p_ready=0.6, seed=3)
     result = run_cocotb(emit("wtu", cfg), bench, simulator, work_dir)
     assert not result.report(bench), result.report(bench)

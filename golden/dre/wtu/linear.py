@@ -344,13 +344,16 @@ class RowCycles:
 
 def wtu_row_cycles(scores, counts, *, mode: str, lanes: int, ratio_q: int, ratio_bits: int, buckets: int,
                    k: int, transform: str = "shift_min", exp: ExpParams | None = None,
-                   pipeline_stages: int = 6) -> RowCycles:
-    """Cycles of one row of a valid job (1 ≤ N ≤ capacity) under no back-pressure."""
+                   pipeline_stages: int = 6, resident=None) -> RowCycles:
+    """Cycles of one row of a valid job (1 ≤ N ≤ capacity) under no back-pressure. ``resident``: the row's resident
+    mass (``resv.threshold_mass = row``; a row that fetches nothing runs no refinement pass, the same cycles
+    otherwise)."""
     n = len(scores)
     w = -(-n // lanes)
     passes = walk = 0
     if transform == "exp2" and mode != "topk":
-        sel = select_exp2(list(scores), list(counts), ratio_q=ratio_q, ratio_bits=ratio_bits, params=exp)
+        sel = select_exp2(list(scores), list(counts), ratio_q=ratio_q, ratio_bits=ratio_bits, params=exp,
+                          resident=None if resident is None else ResidentMass(*resident))
         lat = exp2_latencies(exp, pipeline_stages, ratio_bits)
         passes = len(sel.refine_walks)
         cycles = w + lat["fin_state"] + passes * (w + lat["walk_state"]) + w + lat["mask_tail"]
@@ -371,29 +374,34 @@ def wtu_row_cycles(scores, counts, *, mode: str, lanes: int, ratio_q: int, ratio
     return RowCycles(w, passes, walk, cycles)
 
 
-def wtu_job_cycles(counts, rows, *, capacity: int, lanes: int, **params) -> int:
-    """Cycles of one job under no back-pressure: from its first count beat to the next job's first count beat."""
+def wtu_job_cycles(counts, rows, *, capacity: int, lanes: int, resident=None, **params) -> int:
+    """Cycles of one job under no back-pressure: from its first count beat to the next job's first count beat
+    (``resident``: one resident mass per row, or None)."""
     n = len(counts)
     w = max(1, -(-n // lanes))
     if n == 0 or n > capacity:
         return w + len(rows) * (w + 1)
-    return w + sum(wtu_row_cycles(row, counts, lanes=lanes, **params).cycles for row in rows)
+    res = resident or [None] * len(rows)
+    return w + sum(wtu_row_cycles(row, counts, lanes=lanes, resident=m, **params).cycles for row, m in zip(rows, res))
 
 
 def wtu_schedule(jobs, *, capacity: int, lanes: int, **params) -> dict:
     """Handshake cycle of every beat on every port, relative to the first count beat, under no back-pressure.
 
-    ``jobs`` are ``(counts, rows)`` pairs; ``params`` as :func:`wtu_row_cycles`. Keys: ``in:counts``,
-    ``in:scores``, ``row``, ``group`` (the port names of hdl/dre/wtu/linear.py).
+    ``jobs`` are ``(counts, rows)`` pairs, or ``(counts, rows, resident)`` with one resident mass per row
+    (``resv.threshold_mass = row``); ``params`` as :func:`wtu_row_cycles`. Keys: ``in:counts``, ``in:scores``,
+    ``row``, ``group`` (the port names of hdl/dre/wtu/linear.py).
     """
     out = {"in:counts": [], "in:scores": [], "row": [], "group": []}
     t = 0
-    for counts, rows in jobs:
+    for job in jobs:
+        counts, rows = job[0], job[1]
+        resident = (job[2] if len(job) > 2 else None) or [None] * len(rows)
         n = len(counts)
         w = max(1, -(-n // lanes))
         out["in:counts"] += range(t, t + w)
         t += w
-        for r, row in enumerate(rows):
+        for r, (row, res) in enumerate(zip(rows, resident)):
             last_row = r == len(rows) - 1
             out["in:scores"] += range(t, t + w)
             if n == 0 or n > capacity:                 # rejected: one flagged beat per row, one per group
@@ -402,7 +410,7 @@ def wtu_schedule(jobs, *, capacity: int, lanes: int, **params) -> dict:
                     out["group"].append(t + w + 1)
                 t += w + 1
                 continue
-            rc = wtu_row_cycles(row, counts, lanes=lanes, **params)
+            rc = wtu_row_cycles(row, counts, lanes=lanes, resident=res, **params)
             mask_start = t + rc.cycles - w - 1
             beats = list(range(mask_start + 2, mask_start + 2 + w))
             out["row"] += beats

@@ -77,7 +77,9 @@ class ExpWTU(wiring.Component):
 
     Members
     -------
-    counts, scores, row, group, ratio : as :class:`vrex.hdl.dre.wtu.linear.WTU`.
+    counts, scores, row, group, ratio : as :class:`vrex.hdl.dre.wtu.linear.WTU`. With ``threshold_mass = row`` the
+        score beats also carry the row's resident input ``res_max`` / ``res_sum``, read on its first beat, and
+        ``ratio`` carries p (docs/formats.md §WTU row mass).
 
     Micro-architecture (``L`` lanes; docs/formats.md §WTU exp2)
     -----------------------------------------------------------
@@ -101,6 +103,10 @@ class ExpWTU(wiring.Component):
     - **Mask**: one pass emits ``s ≥ L`` (the final window's lower bound; everything when ``T ≥ total``), ORs it
       into the aggregation memory and, on the job's last row, emits the group mask. Only this pass can be stalled
       by the outputs; the others never stall.
+    - **Row mass** (``threshold_mass = row``): the running top bin starts at the resident bin, so the bins are
+      anchored at the joint maximum; the resident total, shifted to that anchor (``r``), enters the prefix sums with
+      the top bin, so the total is ``J = r + total`` and the unchanged compares test ``T = (J·ratio >> R) - r``; a
+      row with ``T < 0`` selects nothing (no refinement). No cycle is added.
 
     Latency (no back-pressure, ``W = ceil(N / L)``): ``vrex.golden.dre.wtu.linear.wtu_row_cycles`` (exact, tested).
     """
@@ -132,6 +138,8 @@ class ExpWTU(wiring.Component):
         DEPTH = max(2, WORDS)
         cuts = set(STAGE_CUTS[:g.pipeline_stages - 1])
         lat = exp_latencies(g)
+        ROW, Z = g.row_mass, g.resident_sum_bits
+        PW = MB + 1 if ROW else MB                # prefix sums and the joint total (row: r + total < 2^(MB+1))
 
         # ---- memories ------------------------------------------------------------------------------------
         m.submodules.score_mem = score_mem = memory.Memory(
@@ -217,6 +225,21 @@ class ExpWTU(wiring.Component):
         m.d.comb += [score_rd.en.eq(issue), agg_rd.addr.eq(rd_word), agg_rd.en.eq(issue),
 
                      count_rd.addr.eq(count_rd_addr), count_rd.en.eq(load_accept | issue)]
+
+        # ---- row mass: the row's resident input, read with its first score beat ---------------------------------
+        # The joint anchor: a row with resident mass starts its running top bin at the resident bin b_res (as if
+        # the resident maximum were a beat merged first), so the window, the bins and the walk are anchored at
+        # A = max(A_off, b_res) whatever the beat order; a row without (res_sum = 0) starts as the offloaded rule.
+        if ROW:
+            res_max, res_sum = Signal(signed(B), name="res_max"), Signal(Z, name="res_sum")
+            res_nz, res_apply = Signal(name="res_nz"), Signal(name="res_apply")
+            sp_in = self.scores.payload
+            m.d.sync += res_apply.eq(0)
+            with m.If(load_accept & (load_word == 0)):
+                m.d.sync += [res_max.eq(sp_in.res_max), res_sum.eq(sp_in.res_sum), res_nz.eq(sp_in.res_sum != 0),
+                             res_apply.eq(1)]
+            with m.If(res_apply & res_nz):         # the cycle before the first beat can reach the merge
+                m.d.sync += [top_run.eq(res_max[S:].as_signed()), first_beat.eq(0)]
 
         # ---- stage B: bins, LUT, window ---------------------------------------------------------------------
         valid = _named_list(m, "valid", lane_valid(a_rem, L), 1)
@@ -323,8 +346,18 @@ class ExpWTU(wiring.Component):
                      for i, x in enumerate(xin[:used])]
         cnt_slot = [accc[(-i) % NACC] for i in range(NACC)]
         cnt_rot = _rotate(m, "cnt_rot", cnt_slot, (-top_run)[:IW], NACC)
-        pre = _prefix_pipeline(m, xin, MB)
-        total = Signal(MB)
+        if ROW:
+            # r = res_sum >> ((A - b_res) · octaves) (0 once the shift reaches Z), registered beside xin and added to
+            # the top bin's term at the first prefix level: every prefix sum is then r + Σ q, the total is the joint
+            # mass J = r + total, and the compares against T_J = (J · ratio) >> R are those against T = T_J - r
+            # (pre'_i > T_J ⟺ pre_i > T), with no extra cycle. 0 during a refinement walk.
+            dmax = -(-Z // g.bucket_octaves)       # bins of shift that leave nothing of Z bits
+            d_res = named(m, (top_run - res_max[S:].as_signed())[:BBW], "res_bins", BBW)   # ≥ 0 when res_sum ≠ 0
+            r_shift = named(m, Mux(d_res >= dmax, dmax, d_res), "res_shift") if dmax < 1 << BBW else d_res
+            r_add = Signal(Z, name="res_rescaled")
+            m.d.sync += r_add.eq(Mux(walk_r[0], 0, res_sum >> (r_shift << O)))
+        pre = _prefix_pipeline(m, xin, PW, r_add if ROW else None)
+        total = Signal(PW)                         # row: the joint mass J
         m.d.sync += total.eq(pre[K - 1])
         tr = _ratio_product(m, total, ratio_r, R)
         hits = Signal(NACC - 1)                    # the last slot needs no bit: the encoder defaults to it
@@ -334,14 +367,17 @@ class ExpWTU(wiring.Component):
         with m.Else():
             m.d.sync += hits.eq(Cat(*[(pre[i] << R) > tr if i < K else Const(0, 1) for i in range(NACC - 1)]))
         m.d.sync += all_r.eq(tr >= Cat(Const(0, R), total))
+        if ROW:                                    # T < 0 ⟺ T_J < r ⟺ r · 2^R > J · ratio: nothing is selected
+            none_r = Signal(name="none_r")
+            m.d.sync += none_r.eq(Cat(Const(0, R), r_add) > tr)
         first_hit = Signal(range(NACC))
-        before = Signal(MB)                        # prefix sum before the hit (0 at the top)
+        before = Signal(PW)                        # prefix sum before the hit (0 at the top; row: r at the top)
         hit_cnt = Signal(NB)
         enc = _priority(hits, NACC)
-        m.d.sync += [first_hit.eq(enc), before.eq(Mux(enc == 0, 0, Array(pre)[enc - 1])),
+        m.d.sync += [first_hit.eq(enc), before.eq(Mux(enc == 0, r_add if ROW else 0, Array(pre)[enc - 1])),
                      hit_cnt.eq(Mux(walk_phase, Array(accc)[NBINS - 1 - enc], Array(cnt_rot)[enc]))]
         t_val = tr[R:]
-        tdiff = Signal(MB + 1)                     # T - acc_before (≥ 0)
+        tdiff = Signal(MB + 1)                     # T - acc_before (≥ 0; row: T_J - (r + acc_before))
         m.d.sync += tdiff.eq(t_val - before)
         m.d.sync += tloc.eq(((tdiff + 1) << (e_r << O))[:MB])
 
@@ -409,9 +445,17 @@ class ExpWTU(wiring.Component):
                 with m.If(timer == lat["pass"] + lat["fin"] - 2):
                     m.d.sync += e_r.eq(first_hit)        # tloc uses e one cycle later
                 with m.If(timer == lat["pass"] + lat["fin"]):
-                    m.d.sync += [sel_all.eq(all_r), lvl.eq(0), walked.eq(Mux(all_r, 0, e_r + 1)),
-                                 low.eq((top_run - e_r).as_signed() << S), tcmp.eq(tloc)]
-                    refine_or_mask(~all_r & (hit_cnt >= 2) if PASSES else None)
+                    if ROW:                       # nothing: no walk, exit 0, a lower bound above every score
+                        m.d.sync += [sel_all.eq(all_r), lvl.eq(0), walked.eq(Mux(all_r | none_r, 0, e_r + 1)),
+                                     low.eq(Mux(none_r, 1 << (B - 1), (top_run - e_r).as_signed() << S)),
+                                     tcmp.eq(tloc)]
+                        with m.If(none_r):
+                            m.d.sync += e_r.eq(0)
+                        refine_or_mask(~all_r & ~none_r & (hit_cnt >= 2) if PASSES else None)
+                    else:
+                        m.d.sync += [sel_all.eq(all_r), lvl.eq(0), walked.eq(Mux(all_r, 0, e_r + 1)),
+                                     low.eq((top_run - e_r).as_signed() << S), tcmp.eq(tloc)]
+                        refine_or_mask(~all_r & (hit_cnt >= 2) if PASSES else None)
 
             if PASSES:
                 with m.State("REFINE"):
@@ -597,13 +641,17 @@ def _ratio_product(m, total, ratio, ratio_bits):
     return Cat(*aligned)
 
 
-def _prefix_pipeline(m, values, width):
-    """Inclusive prefix sums of ``values`` (Kogge-Stone), one adder level per register stage."""
+def _prefix_pipeline(m, values, width, add0=None):
+    """Inclusive prefix sums of ``values`` (Kogge-Stone), one adder level per register stage. ``add0`` is added to
+    every sum: at the first level, to the first value and to the second value's sum (the only one that reads the
+    first value before it is registered; a three-input add there), so every later level reads sums that hold it."""
     cur, n, d, level = list(values), len(values), 1, 0
     while d < n:
         regs = [Signal(width, name=f"pfx{level}_{i}") for i in range(n)]
-        m.d.sync += [r.eq(cur[i] + cur[i - d] if i >= d else cur[i])
-                     for i, r in enumerate(regs)]
+        sums = [cur[i] + cur[i - d] if i >= d else cur[i] for i in range(n)]
+        if level == 0 and add0 is not None:
+            sums[0], sums[1] = cur[0] + add0, cur[1] + cur[0] + add0
+        m.d.sync += [r.eq(v) for r, v in zip(regs, sums)]
         cur, d, level = regs, d * 2, level + 1
     return cur
 

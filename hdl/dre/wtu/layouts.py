@@ -45,6 +45,12 @@ class WTUGeometry:
     pipeline_stages : int
         exp2: register stages of the lane datapath between the memory-capture register and the bin
         accumulators (``dre.wtu.pipeline_stages``, 1 to 7; see :data:`vrex.hdl.dre.wtu.exp.STAGE_CUTS`).
+    threshold_mass : str
+        exp2: ``offloaded`` (the ratio is a share of the offloaded clusters' mass) or ``row`` (``resv.threshold_mass``:
+        p is a share of the row's mass with the resident window's; the score beats carry the per-row resident
+        input, docs/formats.md §WTU row mass).
+    resident_sum_bits : int
+        ``row``: Z, the width of the resident-mass sum input (``dre.wtu.resident_sum_bits``), 1 ≤ Z ≤ mass_bits.
     """
 
     lanes: int
@@ -63,6 +69,8 @@ class WTUGeometry:
     refine_bins: int = 16
     fill: str = "bucket"
     pipeline_stages: int = 6
+    threshold_mass: str = "offloaded"
+    resident_sum_bits: int = 24
 
     def __post_init__(self):
         if self.mode not in MODES:
@@ -85,6 +93,14 @@ class WTUGeometry:
                                  "golden-only")
             if not 1 <= self.pipeline_stages <= 7:
                 raise ValueError(f"pipeline_stages ({self.pipeline_stages}) must be 1..7")
+        if self.threshold_mass not in ("offloaded", "row"):
+            raise ValueError(f"threshold_mass {self.threshold_mass!r} is not offloaded or row")
+        if self.threshold_mass == "row":
+            if not self.exp2:
+                raise ValueError("threshold_mass row needs the exp2 transform in histogram mode")
+            if not 1 <= self.resident_sum_bits <= self.mass_bits:
+                raise ValueError(f"resident_sum_bits ({self.resident_sum_bits}) must be 1..{self.mass_bits} (the "
+                                 "row-sum accumulator's width)")
 
     @classmethod
     def from_config(cls, cfg) -> "WTUGeometry":
@@ -103,7 +119,9 @@ class WTUGeometry:
                    transform=transform if transform in TRANSFORMS else "shift_min",
                    frac_bits=w.score_frac_bits, bucket_octaves=w.bucket_octaves, lut_entries=w.exp_lut_entries,
                    mantissa_bits=w.exp_mantissa_bits, refine_passes=w.refine_passes, refine_bins=w.refine_bins,
-                   fill=w.exit_fill, pipeline_stages=w.pipeline_stages)
+                   fill=w.exit_fill, pipeline_stages=w.pipeline_stages,
+                   threshold_mass=cfg.resv.threshold_mass if transform == "exp2" and w.mode != "topk" else "offloaded",
+                   resident_sum_bits=w.resident_sum_bits)
 
     # ---- derived sizes ---------------------------------------------------------------------------------------
 
@@ -111,6 +129,11 @@ class WTUGeometry:
     def exp2(self) -> bool:
         """The exp2 datapath (hdl/dre/wtu/exp.py) is built."""
         return self.transform == "exp2" and self.mode != "topk"
+
+    @property
+    def row_mass(self) -> bool:
+        """exp2 with ``resv.threshold_mass = row``: the score beats carry the per-row resident input."""
+        return self.exp2 and self.threshold_mass == "row"
 
     @property
     def bin_shift(self) -> int:
@@ -203,11 +226,17 @@ def wtu_counts_layout(g: WTUGeometry) -> data.StructLayout:
 
 
 def wtu_scores_layout(g: WTUGeometry) -> data.StructLayout:
-    """One beat of a score row: ``lanes`` signed fixed-point scores; ``last`` marks the job's last row."""
-    return data.StructLayout({
+    """One beat of a score row: ``lanes`` signed fixed-point scores; ``last`` marks the job's last row. With
+    ``threshold_mass = row`` also the row's resident input ``res_max`` / ``res_sum``, read on the row's first beat
+    (ignored on the others; docs/formats.md §WTU row mass)."""
+    fields = {
         "scores": data.ArrayLayout(signed(g.score_bits), g.lanes),   # lane l: score of cluster beat·lanes + l
         "last": 1,                                                   # on the final beat of the job's last row
-    })
+    }
+    if g.row_mass:
+        fields["res_max"] = signed(g.score_bits)            # largest resident score (the score format)
+        fields["res_sum"] = unsigned(g.resident_sum_bits)   # resident total anchored at res_max's bin, saturated
+    return data.StructLayout(fields)
 
 
 def wtu_row_layout(g: WTUGeometry) -> data.StructLayout:

@@ -60,7 +60,8 @@ class WTU(wiring.Component):
         beat.
     scores : In(stream.Signature(wtu_scores_layout))
         Per row ``max(1, ceil(N / lanes))`` beats of signed scores in the same cluster order; ``last`` on a row's
-        final beat marks the job's last row.
+        final beat marks the job's last row. exp2 with ``resv.threshold_mass = row``: also the row's resident input
+        ``res_max`` / ``res_sum`` on its first beat (:class:`vrex.hdl.dre.wtu.exp.ExpWTU`).
     row : Out(stream.Signature(wtu_row_layout))
         Per row ``ceil(N / lanes)`` beats: ``mask`` bit l = cluster ``beat·lanes + l`` selected (0 beyond N);
         ``last`` on the row's final beat; ``job_last`` on every beat of the job's last row; ``selected`` = number

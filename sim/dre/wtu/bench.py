@@ -7,7 +7,12 @@ expect the flagged beats documented in hdl/dre/wtu/linear.py.
 
 Stimulus is random (:func:`random_wtu_jobs`), named corner cases (:func:`corner_jobs`) or recorded jobs
 (``jobs=``, the trace-driven path). Fields the unit must ignore (``clusters`` after a job's first count beat,
-``last`` before a row's final beat, lanes beyond N) carry random values, so the bench checks that too.
+``last`` before a row's final beat, lanes beyond N, the resident input after a row's first beat) carry random
+values, so the bench checks that too.
+
+With ``resv.threshold_mass = row`` every row also has its resident input ``(res_max, res_sum)`` (``WTUJob.resident``;
+a job recorded without one replays as ``(0, 0)`` per row, the offloaded rule): random jobs and corner cases get
+resident inputs of every relation to the row (:func:`random_resident`), packed on each row's first score beat.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from dataclasses import dataclass
 
 from vrex.errors import TraceError
 from vrex.golden.dre.jobs import WTUJob
-from vrex.golden.dre.wtu.exp import ExpParams
+from vrex.golden.dre.wtu.exp import ExpParams, resident_mass
 from vrex.golden.dre.wtu.linear import (PASS_OVERHEAD, ROW_OVERHEAD, exp2_latencies, select_row, wtu_job, wtu_row_cycles,
                              wtu_schedule)
 from vrex.hdl.dre.wtu.layouts import (WTUGeometry, wtu_counts_layout, wtu_group_layout, wtu_row_layout,
@@ -26,7 +31,8 @@ from vrex.hdl.dre.wtu.layouts import (WTUGeometry, wtu_counts_layout, wtu_group_
 from vrex.sim.bench import StreamBench, leaf_fields, pack, unpack
 
 __all__ = ["WTUBenchParams", "bench_params", "random_row", "peaked_job", "random_wtu_jobs", "corner_jobs",
-           "make_bench", "job_beats", "model_schedule", "no_stall_cycles", "measured_rows", "measure_cycles"]
+           "random_resident", "job_resident", "make_bench", "job_beats", "model_schedule", "no_stall_cycles",
+           "measured_rows", "measure_cycles"]
 
 JOB_KIND = "wtu"      # make_bench(jobs=...) replays recorded WTU jobs (vrex sim --trace, power stimulus)
 
@@ -115,6 +121,69 @@ def peaked_job(g: WTUGeometry, n: int, rows: int, rng: random.Random, name: str)
     return WTUJob(name, counts, tuple(random_row(g, n, "peaked", rng) for _ in range(rows)))
 
 
+RESIDENT_KINDS = ("session", "sink_above", "same_bin", "far_below", "above_window", "random", "saturated",
+                  "zero_sum", "tiny_sum")
+
+
+def random_resident(g: WTUGeometry, row, rng: random.Random, kind: str | None = None) -> tuple[int, int]:
+    """A resident input ``(res_max, res_sum)`` for a score row (``threshold_mass = row``), of one of the
+    ``RESIDENT_KINDS``: ``session`` is :func:`~vrex.golden.dre.wtu.exp.resident_mass` of a few resident scores around
+    the row's (what a session hands over); the others place ``res_max`` above the row's top bin (a sink), in its
+    bin, far below it, beyond the window above it, anywhere, with a saturated, zero or tiny ``res_sum``."""
+    lo, hi = g.score_range
+    kind = kind or rng.choice(RESIDENT_KINDS)
+    z_max = (1 << g.resident_sum_bits) - 1
+    top = max(row) if row else 0
+    S = g.bin_shift
+
+    def clip(x):
+        return min(hi, max(lo, int(x)))
+
+    def log_sum():
+        return min(z_max, max(1, int(2 ** rng.uniform(0, g.resident_sum_bits))))
+
+    if kind == "session":
+        n = rng.randint(1, 12)
+        scores = [clip(top + rng.randint(-3 << S, 2 << S)) for _ in range(n)]
+        if rng.random() < 0.5:                                    # a sink above the body
+            scores.append(clip(top + rng.randint(0, 4 << S)))
+        p = ExpParams(g.frac_bits, g.buckets, g.bucket_octaves, g.lut_entries, g.mantissa_bits, g.refine_passes,
+                      g.refine_bins, g.fill)
+        return tuple(resident_mass(scores, p, g.resident_sum_bits))
+    if kind == "sink_above":
+        return clip(top + rng.randint(1, 3 << S)), log_sum()
+    if kind == "same_bin":
+        return clip(((top >> S) << S) + rng.randrange(1 << S)), log_sum()
+    if kind == "far_below":
+        return clip(top - rng.randint(2 << S, (g.buckets + 4) << S)), log_sum()
+    if kind == "above_window":
+        return clip(top + ((g.buckets + rng.randint(0, 2)) << S)), log_sum()
+    if kind == "random":
+        return rng.randint(lo, hi), log_sum()
+    if kind == "saturated":
+        return rng.randint(lo, hi), z_max
+    if kind == "zero_sum":                                       # no resident mass: the offloaded rule
+        return rng.randint(lo, hi), 0
+    return clip(top + rng.randint(-(1 << S), 1 << S)), rng.randint(1, 3)   # tiny_sum
+
+
+def with_resident(g: WTUGeometry, job: WTUJob, rng: random.Random) -> WTUJob:
+    """``job`` with a random resident input per row when the geometry runs the row rule (and it has none)."""
+    if not g.row_mass or job.resident or not job.rows:
+        return job
+    return WTUJob(job.context, job.counts, job.rows, tuple(random_resident(g, row, rng) for row in job.rows))
+
+
+def job_resident(g: WTUGeometry, job: WTUJob):
+    """The per-row resident inputs the WTU gets for ``job``: None for the offloaded rule; with the row rule the
+    recorded ones, or ``(0, 0)`` per row (the offloaded rule) for a job recorded without them."""
+    if not g.row_mass:
+        return None
+    if job.resident and len(job.resident) != len(job.rows):
+        raise TraceError(f"job {job.context!r} has {len(job.rows)} rows but {len(job.resident)} resident inputs")
+    return tuple(job.resident) or ((0, 0),) * len(job.rows)
+
+
 def _counts(g: WTUGeometry, n: int, rng: random.Random) -> tuple:
     top = (1 << g.count_bits) - 1
     kind = rng.random()
@@ -150,7 +219,7 @@ def random_wtu_jobs(cfg, beats: int, seed: int = 0, *, max_rows: int | None = No
                 w = -(-n // g.lanes)
         counts = _counts(g, n, rng)
         rows = tuple(random_row(g, n, rng.choice(ROW_SHAPES), rng) for _ in range(r))
-        jobs.append(WTUJob(f"random.{len(jobs)}", counts, rows))
+        jobs.append(with_resident(g, WTUJob(f"random.{len(jobs)}", counts, rows), rng))
         used += (r + 1) * w
     return jobs
 
@@ -169,7 +238,7 @@ def corner_jobs(cfg) -> dict[str, WTUJob]:
     ties = [rng.randint(lo, 0) for _ in range(tie_n)]
     for j in rng.sample(range(tie_n), min(tie_n, k + 3)):   # k + 3 clusters share the largest value
         ties[j] = hi // 3
-    return {
+    corners = {
         "all_equal": WTUJob("all_equal", ones, ((hi // 5,) * n, (lo,) * n)),
         "one_dominant": WTUJob("one_dominant", ones, (tuple(hi if j == n // 2 else 0 for j in range(n)),)),
         "negative": WTUJob("negative", tuple(range(1, n + 1)), (tuple(lo + 3 * j for j in range(n)),)),
@@ -189,6 +258,30 @@ def corner_jobs(cfg) -> dict[str, WTUJob]:
         # LUT's values at both ends of the fraction range (at ratio 0.3: the top one alone)
         "exp2_lut_order": WTUJob("exp2_lut_order", (1, 3), (((1 << bin_shift) - 1, 0),)),
     }
+    if g.row_mass:
+        corners.update(_row_mass_corners(g, n, rng))
+        corners = {name: with_resident(g, job, rng) for name, job in corners.items()}
+    return corners
+
+
+def _row_mass_corners(g: WTUGeometry, n: int, rng: random.Random) -> dict[str, WTUJob]:
+    """Corner jobs of the row rule (threshold_mass = row): one row per resident kind over the same offloaded row,
+    a resident mass that holds the row (nothing fetched), one just too small for that, the resident maximum in
+    the offloaded maximum's bin, above the whole window, and a saturated input."""
+    lo, hi = g.score_range
+    S = g.bin_shift
+    z_max = (1 << g.resident_sum_bits) - 1
+    row = tuple(min(hi, max(lo, (hi // 4) - (j * (1 << S)) // 3)) for j in range(n))
+    kinds = tuple(RESIDENT_KINDS)
+    out = {"resident_kinds": WTUJob("resident_kinds", (1,) * n, (row,) * len(kinds),
+                                    tuple(random_resident(g, row, rng, k) for k in kinds))}
+    top = max(row)
+    out["resident_holds_row"] = WTUJob("resident_holds_row", (1,) * n, (row, row),
+                                       ((top, z_max), (min(hi, top + (1 << S)), z_max)))
+    out["resident_small"] = WTUJob("resident_small", (1,) * n, (row, row), ((top, 1), (lo, z_max)))
+    out["resident_above_window"] = WTUJob("resident_above_window", (2,) * n, (row,),
+                                          ((min(hi, top + (g.buckets << S)), 1 << (g.resident_sum_bits - 1)),))
+    return out
 
 
 # ---- packing -------------------------------------------------------------------------------------------------
@@ -212,6 +305,13 @@ def job_beats(g: WTUGeometry, job: WTUJob, rng: random.Random) -> tuple[list[dic
             raise TraceError(f"job {job.context!r}: count {c} is outside the unsigned {g.count_bits}-bit format")
     counts = [{"counts": _beat(job.counts, i * lanes, lanes, lambda: rng.randint(0, cmax)),
                "clusters": n if i == 0 else rng.randrange(1 << g.clusters_bits)} for i in range(w)]
+    resident = job_resident(g, job)
+    if resident is not None:
+        zmax = (1 << g.resident_sum_bits) - 1
+        for res_max, res_sum in resident:
+            if not (lo <= res_max <= hi and 0 <= res_sum <= zmax):
+                raise TraceError(f"job {job.context!r}: resident input ({res_max}, {res_sum}) is outside the signed "
+                                 f"{g.score_bits}-bit score / unsigned {g.resident_sum_bits}-bit sum format")
     scores = []
     for r, row in enumerate(job.rows):
         if len(row) != n:
@@ -221,8 +321,12 @@ def job_beats(g: WTUGeometry, job: WTUJob, rng: random.Random) -> tuple[list[dic
                 raise TraceError(f"job {job.context!r}: score {s} is outside the signed {g.score_bits}-bit format")
         for i in range(w):
             final = i == w - 1
-            scores.append({"scores": _beat(row, i * lanes, lanes, lambda: rng.randint(lo, hi)),
-                           "last": int(r == len(job.rows) - 1) if final else rng.randrange(2)})
+            beat = {"scores": _beat(row, i * lanes, lanes, lambda: rng.randint(lo, hi)),
+                    "last": int(r == len(job.rows) - 1) if final else rng.randrange(2)}
+            if resident is not None:        # the row's first beat carries it; later beats carry don't-cares
+                beat["res_max"], beat["res_sum"] = (resident[r] if i == 0 else
+                                                    (rng.randint(lo, hi), rng.randrange(1 << g.resident_sum_bits)))
+            scores.append(beat)
     return counts, scores
 
 
@@ -233,7 +337,8 @@ def _expected(g: WTUGeometry, job: WTUJob, params: WTUBenchParams, reference) ->
         rows = [{"mask": 0, "last": 1, "job_last": int(r == nrows - 1), "error": 1, "selected": 0,
                  "exit_bucket": 0, "buckets_walked": 0} for r in range(nrows)]
         return rows, [{"mask": 0, "last": 1, "error": 1}]
-    sel = wtu_job(job.counts, job.rows, capacity=g.capacity, reference=reference, **params.golden)
+    sel = wtu_job(job.counts, job.rows, capacity=g.capacity, reference=reference, resident=job_resident(g, job),
+                  **params.golden)
     w = -(-n // lanes)
     word = (1 << lanes) - 1
     rows = []
@@ -281,8 +386,9 @@ def make_bench(cfg, *, n: int = 200, seed: int = 1, p_valid: float = 0.7, p_read
 
 def model_schedule(params: WTUBenchParams, jobs) -> dict[str, list[int]]:
     """The cycle model's handshake cycles of every port under no back-pressure, from the first count beat."""
-    return wtu_schedule([(j.counts, j.rows) for j in jobs], capacity=params.geometry.capacity,
-                        lanes=params.geometry.lanes, **params.timing)
+    g = params.geometry
+    return wtu_schedule([(j.counts, j.rows, job_resident(g, j)) for j in jobs], capacity=g.capacity,
+                        lanes=g.lanes, **params.timing)
 
 
 def no_stall_cycles(params: WTUBenchParams, jobs) -> int:
@@ -308,14 +414,15 @@ def measured_rows(bench: StreamBench, result, params: WTUBenchParams, jobs) -> l
     for job in jobs:
         n = len(job.counts)
         w = max(1, -(-n // g.lanes))
-        for row in job.rows:
+        resident = job_resident(g, job) or [None] * len(job.rows)
+        for row, res in zip(job.rows, resident):
             start = [next(score_cycles) for _ in range(w)][0]
             beats = [next(row_beats) for _ in range(1 if n == 0 or n > g.capacity else w)]
             if n == 0 or n > g.capacity:
                 continue
             end, last = beats[-1]
             status = unpack(lr, last)
-            model = wtu_row_cycles(row, job.counts, lanes=g.lanes, **params.timing)
+            model = wtu_row_cycles(row, job.counts, lanes=g.lanes, resident=res, **params.timing)
             out.append({"n": n, "words": w, "measured": end - start, "model": model.cycles,
                         "selection_passes": model.selection_passes, "walk_cycles": model.walk_cycles,
                         "selected": status["selected"], "buckets_walked": status["buckets_walked"]})
@@ -337,7 +444,7 @@ def measure_cycles(cfg) -> dict:
     params = bench_params(cfg)
     g = params.geometry
     rng = random.Random(5)
-    jobs = [peaked_job(g, n, rows, rng, f"measure.{n}")
+    jobs = [with_resident(g, peaked_job(g, n, rows, rng, f"measure.{n}"), rng)
             for n, rows in ((max(1, g.capacity // 4), 2), (g.capacity, 1))]
     bench = make_bench(cfg, jobs=jobs, p_valid=1.0, p_ready=1.0, name="wtu-measure")
     result = run_checked(wtu_for(g), bench, "the WTU cycle-measurement run")
