@@ -133,20 +133,22 @@ DRE_CASES = [
 ]
 
 
-# LXE (hdl/lxe): MAC trees of 4 to 64 inputs with shallow and deep pipelines, VPE lanes 1 to 16, DPE weight memories
-# of 3 to 8 words loaded 1 to 16 trees per beat; tiny model shapes
-# (head_dim 16) unless the case is the edge core.
+# LXE (hdl/lxe): MAC trees of 4 to 64 inputs with shallow and deep pipelines (normalisers of 1 to 3 cycles), VPE
+# lanes 1 to 16 of 4 to 7 stages, DPE weight memories of 3 to 8 words loaded 1 to 16 trees per beat; tiny model
+# shapes (head_dim 16) unless the case is the edge core.
 LXE_CASES = [
-    Case("lxe-tiny", "tiny"),                                           # 4 trees x 8 inputs, cuts 4,5,8; 4 lanes
+    Case("lxe-tiny", "tiny"),                       # 4 trees x 8 inputs, cuts 4,5,8, normaliser 1; 4 lanes of 6 stages
     Case("tree4-cut1-lanes1", "tiny", {"lxe.dpe_inputs": 4, "lxe.mac_cuts": [1], "lxe.vpe_lanes": 1,
                                        "lxe.dpe_trees": 2, "lxe.guard_bits": 3,
-                                       "lxe.dpe_weight_words": 3, "lxe.dpe_load_trees": 1}),
+                                       "lxe.dpe_weight_words": 3, "lxe.dpe_load_trees": 1,
+                                       "lxe.mac_norm_stages": 1, "lxe.vpe_stages": 4}),
     Case("tree16-cuts-lanes8", "tiny", {"lxe.dpe_inputs": 16, "lxe.mac_cuts": [1, 5, 6, 8, 10], "lxe.vpe_lanes": 8,
                                         "lxe.dpe_trees": 3, "lxe.acc_headroom_bits": 4,
-                                        "lxe.dpe_load_trees": 3}),
+                                        "lxe.dpe_load_trees": 3, "lxe.mac_norm_stages": 3, "lxe.vpe_stages": 5}),
     Case("tree32-deep-lanes16", "tiny", {"lxe.dpe_inputs": 32, "lxe.mac_cuts": [2, 4, 6, 7, 9, 11],
                                          "lxe.vpe_lanes": 16, "lxe.dpe_trees": 2, "lxe.guard_bits": 12,
-                                         "lxe.sram_banks": 2, "lxe.sram_word_bits": 64}),
+                                         "lxe.sram_banks": 2, "lxe.sram_word_bits": 64,
+                                         "lxe.mac_norm_stages": 2, "lxe.vpe_stages": 7}),
     Case("tree64-edge", "edge"),                                        # the paper's core: 64 x 64, 64 lanes
 ]
 __all__ += ["LXE_CASES"]

@@ -33,9 +33,9 @@ def dpe_output_layout(trees):
     return data.StructLayout({"fp32": data.ArrayLayout(32, trees), "bf16": data.ArrayLayout(16, trees)})
 
 
-def dpe_latency(cuts):
+def dpe_latency(cuts, norm_stages):
     """Cycles from a last compute beat's handshake to its results: the weight read, then the tree's latency."""
-    return mac_latency(cuts) + 1
+    return mac_latency(cuts, norm_stages) + 1
 
 
 class DPE(wiring.Component):
@@ -62,13 +62,14 @@ class DPE(wiring.Component):
     o : Out(stream.Signature(dpe_output_layout(trees)))
     """
 
-    def __init__(self, *, trees, n, words=8, load_trees=1, guard_bits=8, headroom_bits=8, cuts=(), external=False):
+    def __init__(self, *, trees, n, words=8, load_trees=1, guard_bits=8, headroom_bits=8, cuts=(), norm_stages=1,
+                 external=False):
         if trees % load_trees:
             raise ValueError(f"load_trees ({load_trees}) must divide trees ({trees})")
         self.trees, self.n, self.words, self.load_trees, self.external = trees, n, words, load_trees, external
-        args = dict(n=n, guard_bits=guard_bits, headroom_bits=headroom_bits, cuts=cuts)
+        args = dict(n=n, guard_bits=guard_bits, headroom_bits=headroom_bits, cuts=cuts, norm_stages=norm_stages)
         self._trees = {f"tree{t}": Part(MacTree, **args) for t in range(trees)}
-        self.latency = dpe_latency(cuts)
+        self.latency = dpe_latency(cuts, norm_stages)
         super().__init__({**self.make_signature(trees=trees, n=n, words=words, load_trees=load_trees).members,
                           **part_members(self._trees, external)})
 
@@ -81,7 +82,8 @@ class DPE(wiring.Component):
     def config_args(cfg) -> dict:
         x = cfg.lxe
         return dict(trees=x.dpe_trees, n=x.dpe_inputs, words=x.dpe_weight_words, load_trees=x.dpe_load_trees,
-                    guard_bits=x.guard_bits, headroom_bits=x.acc_headroom_bits, cuts=x.mac_cuts)
+                    guard_bits=x.guard_bits, headroom_bits=x.acc_headroom_bits, cuts=x.mac_cuts,
+                    norm_stages=x.mac_norm_stages)
 
     @classmethod
     def from_config(cls, cfg, *, external=False):

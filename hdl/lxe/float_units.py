@@ -1,14 +1,15 @@
-"""Combinational pieces shared by the MAC tree and the VPE lanes: BF16/FP32 field decoding, leading-zero count,
-and the once-rounding of a block-aligned value ``S · 2^(e − bias)`` to FP32, BF16 or fixed point (RNE, FTZ after
-rounding, overflow to Inf, canonical NaN). The numbers are those of docs/formats.md §LXE."""
+"""Pieces shared by the MAC tree and the VPE lanes: BF16/FP32 field decoding, leading-zero count, the (optionally
+pipelined) normaliser, and the once-rounding of a block-aligned value ``S · 2^(e − bias)`` to FP32 or BF16 (RNE, FTZ
+after rounding, overflow to Inf, canonical NaN); the lane's conversion to fixed point is in vpe.py. The numbers are
+those of docs/formats.md §LXE."""
 
 from amaranth import Cat, Const, Mux, Signal
 from amaranth.hdl import Value
 
 from ..arith import named
 
-__all__ = ["decode_bf16", "decode_fp32", "leading_zeros", "Normalized", "normalize", "round_float",
-           "round_fixed", "FLOAT_FORMATS", "nan_bits", "inf_bits", "tree_reduce"]
+__all__ = ["decode_bf16", "decode_fp32", "leading_zeros", "Normalized", "normalize", "NORM_CUTS", "round_float",
+           "FLOAT_FORMATS", "nan_bits", "inf_bits", "tree_reduce"]
 
 # name -> (exponent bits, fraction bits)
 FLOAT_FORMATS = {"fp32": (8, 23), "bf16": (8, 7)}
@@ -49,7 +50,8 @@ def decode_fp32(bits):
 
 
 def leading_zeros(value):
-    """(count, all_zero) of an unsigned value: a balanced priority tree; count = width when the value is 0."""
+    """(count, all_zero) of an unsigned value: a balanced priority tree of multiplexers (no adders); count = width
+    when the value is 0."""
     value = Value.cast(value)
     width = len(value)
     size = 1
@@ -58,16 +60,16 @@ def leading_zeros(value):
     padded = Cat(Const(0, size - width), value) if size > width else value
 
     def rec(v):
+        # (count, zero) of v; count (log2 len(v) bits) is only meaningful when v is not all zero
         if len(v) == 1:
-            return ~v[0], ~v[0]
+            return Const(0, 0), ~v[0]
         half = len(v) // 2
         lo_c, lo_z = rec(v[:half])
         hi_c, hi_z = rec(v[half:])
-        count = Mux(hi_z, Cat(lo_c, Const(0, max(0, len(hi_c) - len(lo_c)))) + half, hi_c)
-        return count, hi_z & lo_z
+        return Mux(hi_z, Cat(lo_c, Const(1, 1)), Cat(hi_c, Const(0, 1))), hi_z & lo_z
 
     count, zero = rec(padded)
-    # pad bits are low-order zeros: they only matter when the value is zero (count = size then)
+    # pad bits are low-order zeros: they only matter when the value is zero (count = width then)
     return Mux(zero, width, count), zero
 
 
@@ -82,20 +84,52 @@ class Normalized:
         return [self.mant, self.exp, self.sign, self.zero]
 
 
-def normalize(m, S, e, name):
-    """|S| normalised (combinational); every named signal has its driver's own width (docs/lint.md)."""
+# The normaliser's steps (|S| beside the leading-zero count of S's ones' complement; the shift) and where
+# ``stages`` registers cut them: after the steps listed (1 = after |S| and the ones' complement, 2 = after the count);
+# the last step always ends in the caller's register.
+NORM_CUTS = {1: (), 2: (2,), 3: (1, 2)}
+
+
+def normalize(m, S, e, name, *, stages=1, carry=None, register=None):
+    """|S| normalised in ``stages`` cycles (1: combinational; 2 or 3: :data:`NORM_CUTS` registers through
+    ``register(state, name)``, which also delays the dict ``carry`` of values that travel with it). Returns the
+    :class:`Normalized` value (``mant`` as wide as S) and ``carry`` as of its cycle.
+
+    The count is taken of ``S ^ sign`` (S, or |S| − 1 when S < 0) in parallel with the negation, so no adder
+    precedes it: it is the count of |S|, or one more when |S| is a power of two. The shift is one bit wider and a
+    last multiplexer takes the overshoot back (``Normalized.overshoot``; ``lz_count`` is the count before it).
+    Every named signal has its driver's own width (docs/lint.md)."""
+    if stages not in NORM_CUTS:
+        raise ValueError(f"a normaliser has 1 to 3 stages, not {stages}")
+    if stages > 1 and register is None:
+        raise ValueError("a pipelined normaliser needs a register function")
+    cuts = NORM_CUTS[stages]
+    carry = dict(carry or {})
     S = Value.cast(S)
-    mag = named(m, Mux(S[-1], -S, S).as_unsigned(), f"{name}_mag")
-    width = len(mag)
-    lz, zero = leading_zeros(mag)
-    lz = named(m, lz, f"{name}_lz")
-    x = mag
-    for k in range(len(lz)):
-        if (1 << k) < width:
-            x = Mux(lz[k], (x << (1 << k))[:width], x)
-    mant = named(m, x, f"{name}_mant")
-    exp = named(m, Cat(Value.cast(e), Const(0, 1)).as_signed() - lz, f"{name}_exp")
-    return Normalized(mant, exp, S[-1], zero)
+    width = len(S)
+    sign = S[-1]
+    st = {"mag": named(m, Mux(sign, -S, S)[:width], f"{name}_mag"),
+          "ones": named(m, S[:-1] ^ sign.replicate(width - 1), f"{name}_ones"), "sign": sign, "e": e,
+          "carry": carry}
+    if 1 in cuts:
+        st = register(st, f"{name}_r1")
+    lz, zero = leading_zeros(Cat(st["ones"], Const(0, 1)))
+    st = {key: v for key, v in st.items() if key != "ones"}
+    st.update(lz=named(m, lz, f"{name}_lz"), zero=zero & ~st["sign"])      # S = -1 has a zero ones' complement
+    if 2 in cuts:
+        st = register(st, f"{name}_r2")
+    lz = st["lz"]
+    x = Cat(st["mag"], Const(0, 1))
+    for k in reversed(range(len(lz))):         # the count's top bits settle first
+        if (1 << k) <= width:
+            x = Mux(lz[k], (x << (1 << k))[:width + 1], x)
+    x = named(m, x, f"{name}_shifted")
+    over = x[width]
+    mant = named(m, Mux(over, x[1:], x[:width]), f"{name}_mant")
+    exp = named(m, Cat(Value.cast(st["e"]), Const(0, 1)).as_signed() - lz + over, f"{name}_exp")
+    out = Normalized(mant, exp, st["sign"], st["zero"])
+    out.lz_count, out.overshoot = lz, over      # the count is lz_count - overshoot
+    return out, st["carry"]
 
 
 def round_float(m, n, *, fmt, exp_offset, negzero, nan, pinf, ninf, name):
@@ -125,24 +159,6 @@ def round_float(m, n, *, fmt, exp_offset, negzero, nan, pinf, ninf, name):
     with m.Else():
         m.d.comb += out.eq(Cat(frac, E[:e_bits], n.sign))
     return out
-
-
-def round_fixed(m, mag, shift, *, bits, name):
-    """RNE of ``mag · 2^shift`` (``mag`` unsigned) to an unsigned integer, saturated at 2^bits − 1; ``shift`` is a
-    signed Value (negative: a right shift with rounding). Intermediate values stay expressions (docs/lint.md)."""
-    mag = Value.cast(mag)
-    W = len(mag)
-    neg = shift[-1]
-    # shift amounts as narrow unsigned values: a variable left shift widens its result by 2^(amount bits)
-    rsh = Mux(neg, Mux(-shift > W + 1, W + 1, -shift), 0).as_unsigned()[:(W + 1).bit_length()]
-    lsh = Mux(neg, 0, Mux(shift > bits, bits, shift)).as_unsigned()[:bits.bit_length()]
-    q = mag >> rsh
-    rem = mag & ((Const(1, W + 2) << rsh) - 1)
-    half = Mux(rsh < 1, 0, Const(1, W + 2) << (rsh - 1).as_unsigned()[:len(rsh)])
-    up = (rsh > 0) & ((rem > half) | ((rem == half) & q[0]))
-    wide = Mux(neg, q + up, mag << lsh)
-    limit = (1 << bits) - 1
-    return named(m, Mux(wide > limit, limit, wide), f"{name}_fixed")
 
 
 def tree_reduce(values, op):

@@ -39,7 +39,9 @@ def corner_fp32(rng: random.Random, *, specials: float = 0.1, spread: float = 0.
 def random_dot(rng: random.Random, length: int, kind: str) -> tuple[list[int], list[int]]:
     """Two BF16 vectors of ``length``: ``corners`` (weighted corners), ``cancel`` (pairs of products that cancel
     exactly or nearly), ``spread`` (exponents over the whole range), ``tiny`` (results around the smallest normal,
-    where FTZ decides), ``clean`` (no specials)."""
+    where FTZ decides), ``clean`` (no specials), ``powers`` (products ±2^k, and pairs that cancel beside a far
+    smaller negative product, whose floored term is −1: sums that are negative powers of two or −1, the
+    normaliser's overshoot)."""
     if kind == "cancel":
         a, b = [], []
         for _ in range(0, length, 2):
@@ -53,6 +55,15 @@ def random_dot(rng: random.Random, length: int, kind: str) -> tuple[list[int], l
     if kind == "tiny":                # results near the bottom of the normal range: FTZ after rounding decides
         return ([(rng.getrandbits(1) << 15) | (rng.randint(1, 4) << 7) | rng.getrandbits(7) for _ in range(length)],
                 [(rng.getrandbits(1) << 15) | (rng.randint(100, 122) << 7) | rng.getrandbits(7) for _ in range(length)])
+    if kind == "powers":
+        a, b = [], []
+        for _ in range(0, length, 3):
+            x = (rng.getrandbits(1) << 15) | (rng.randint(120, 134) << 7)       # ±2^k
+            y = (rng.randint(120, 134) << 7) | (rng.getrandbits(7) if rng.random() < 0.5 else 0)
+            tiny = 0x8000 | (rng.randint(60, 100) << 7) | rng.getrandbits(7)     # far below: floors to -1
+            a += [x, x, tiny]
+            b += [y, y ^ 0x8000 if rng.random() < 0.5 else y, 0x3F80]
+        return a[:length], b[:length]
     if kind == "clean":
         return ([corner_bf16(rng, specials=0.0, spread=0.0) for _ in range(length)],
                 [corner_bf16(rng, specials=0.0, spread=0.0) for _ in range(length)])
@@ -63,7 +74,7 @@ def random_dot(rng: random.Random, length: int, kind: str) -> tuple[list[int], l
 
 def random_dots(rng: random.Random, n_inputs: int, count: int, *, max_beats: int = 4):
     """``count`` dot products of 1..max_beats beats (the last one sometimes partly zero-padded)."""
-    kinds = ("corners", "cancel", "spread", "clean", "tiny")
+    kinds = ("corners", "cancel", "spread", "clean", "tiny", "powers")
     out = []
     for i in range(count):
         beats = rng.randint(1, max_beats)

@@ -14,10 +14,11 @@ __all__ = ["make_bench"]
 
 
 def make_bench(cfg, *, n: int = 200, seed: int = 1, p_valid: float = 0.7, p_ready: float = 0.7, jobs=None,
-               name: str = "vpe_lane") -> StreamBench:
+               name: str = "vpe_lane", beats: list[dict] | None = None) -> StreamBench:
+    """``n`` random beats, or the one-lane ``beats`` given (:func:`.vpe.random_beats`' format)."""
     if jobs is not None:
         raise ValueError("the VPE lane bench takes random stimulus only")
-    beats = random_beats(1, n, random.Random(seed))
+    beats = beats if beats is not None else random_beats(1, n, random.Random(seed))
     res = vpe_beats(beats, 1, guard_bits=cfg.lxe.guard_bits, fixed_bits=cfg.dre.wtu.score_bits,
                     fixed_frac=cfg.dre.wtu.score_frac_bits)
     lin, lout = lane_input_layout(), lane_output_layout()

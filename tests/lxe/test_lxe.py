@@ -63,6 +63,14 @@ def test_vpe_lane_alone_matches_golden():
     check(run_amaranth(VpeLane.from_config(cfg), bench), bench)
 
 
+@pytest.mark.parametrize("case", params(FEW_LANES))
+def test_vpe_lane_rounds_conversion_ties_like_the_golden(case):
+    """Every tie and near-tie of the fixed-point and 2^x conversions (the guard bit at every position)."""
+    cfg = case.config()
+    bench = lane_bench.make_bench(cfg, beats=vpe_bench.rounding_edge_beats(), p_valid=0.8, p_ready=0.7)
+    check(run_amaranth(VpeLane.from_config(cfg), bench), bench)
+
+
 def test_lxe_top_matches_golden():
     cfg = BY_ID["lxe-tiny"].config()
     bench = lxe_bench.make_bench(cfg, n=80, seed=7, p_valid=0.6, p_ready=0.5)
@@ -105,12 +113,14 @@ def test_vpe_catches_a_truncating_add():
 def test_latency_attribute_is_what_the_bench_measures(case):
     cfg = case.config()
     tree = tree_bench.measure_cycles(cfg)
-    assert tree["latency_cycles"] == mac_latency(cfg.lxe.mac_cuts) == len(cfg.lxe.mac_cuts) + 3
+    assert tree["latency_cycles"] == mac_latency(cfg.lxe.mac_cuts, cfg.lxe.mac_norm_stages) \
+        == len(cfg.lxe.mac_cuts) + 2 + cfg.lxe.mac_norm_stages
     assert tree["beats_per_cycle"] == 1.0
     dpe = dpe_bench.measure_cycles(cfg)
     assert dpe["latency_cycles"] == tree["latency_cycles"] + 1 and dpe["beats_per_cycle"] == 1.0
     vpe = vpe_bench.measure_cycles(cfg)
-    assert vpe["latency_cycles"] == VpeLane.LATENCY and vpe["beats_per_cycle"] == 1.0
+    assert vpe["latency_cycles"] == cfg.lxe.vpe_stages
+    assert vpe["beats_per_cycle"] == 1.0
     assert 0 < dpe["dpe_efficiency"] <= 1 and 0 < vpe["vpe_efficiency"] <= 1
 
 
@@ -137,7 +147,8 @@ def test_utilisation_model_matches_a_dpe_simulation():
     check(result, bench)
     first_in, last_out = result.handshake_cycles["in:i"][0], result.handshake_cycles["o"][-1]
     assert last_out - first_in == matmul_cycles(M, K, N, trees=x.dpe_trees, inputs=x.dpe_inputs,
-                                                latency=dpe_latency(x.mac_cuts), load_trees=x.dpe_load_trees) - 1
+                                                latency=dpe_latency(x.mac_cuts, x.mac_norm_stages),
+                                                load_trees=x.dpe_load_trees) - 1
 
 
 # ---- cocotb on the generated Verilog ------------------------------------------------------------------------------
@@ -217,6 +228,8 @@ def test_amaranth_soak_every_case(case):
     ("lxe: {dpe_load_trees: 24}", "lxe.dpe_load_trees = 24: must divide lxe.dpe_trees (64): a load beat writes one "
                                   "whole group of trees."),
     ("lxe: {dpe_weight_words: 0}", "lxe.dpe_weight_words = 0: must be ≥ 1."),
+    ("lxe: {mac_norm_stages: 4}", "lxe.mac_norm_stages = 4: must be ≤ 3."),
+    ("lxe: {vpe_stages: 3}", "lxe.vpe_stages = 3: must be ≥ 4."),
 ])
 def test_bad_lxe_configs_are_rejected_in_one_sentence(tmp_path, text, message):
     err = config_error(tmp_path, text)

@@ -36,6 +36,15 @@ class LXEConfig(_Section):
                                "(levels: 0 product, 1..K max-exponent tree, K+1 alignment, K+2..2K+1 adder tree, "
                                "2K+2 the accumulator; K = log2 dpe_inputs); the accumulator, normaliser and output "
                                "registers are always there.", min=1)
+    mac_norm_stages: int = param(
+        1, "Cycles of a MAC tree's normaliser between its accumulator and output registers: 1 (|S|, leading-zero "
+           "count and shift in one cycle), 2 (a register after the count) or 3 (also after |S|); each adds one "
+           "cycle of latency per dot product.", min=1, max=3, omit_from_hash_at=1)
+    vpe_stages: int = param(
+        6, "Pipeline stages of a VPE lane, its latency in cycles: 4 (decode to alignment, add or accumulate, "
+           "normalise, round and convert); 5 adds a register between rounding and the conversion to fixed point "
+           "and 2^x, 6 also one after the decode and multiply, 7 also one inside the normaliser.", min=4, max=7,
+        omit_from_hash_at=4)
 
     def _check(self):
         n = self.dpe_inputs
