@@ -20,10 +20,13 @@ def test_quick_niah_on_the_default_model(tmp_path, capsys):
     assert r["config"] == "qwen05" and r["model"]["sha256"].startswith("1d9614638d18")
     m = r["methods"]
     assert set(m) == {"full", "resv", "rekv"}
+    kept = 2 - len(r["dropped_needles"])
     for name, v in m.items():
         n = v["niah"]
-        assert n["questions"] == 2 and 0.0 <= n["accuracy"] <= 1.0 and n["delta_points"] is not None
-    assert m["full"]["niah"]["accuracy"] >= 0.5             # the model answers the quick needles with full attention
+        assert n["questions"] == kept
+        assert kept == 0 or (0.0 <= n["accuracy"] <= 1.0 and n["delta_points"] is not None)
+    asked = [q for q in r["questions"] if q["method"] == "full"]
+    assert len(asked) == 2 and all(len(q["scores"]) == 5 for q in asked)     # five calibrated options each
     for name in ("resv", "rekv"):
         assert 0.0 < m[name]["niah"]["ratio"]["frame"] < 1.0     # part of the offloaded haystack is fetched
         assert m[name]["niah"]["needle_hit_rate"] is not None

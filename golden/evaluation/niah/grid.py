@@ -46,7 +46,7 @@ class GridSpec:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
 
 
-QUICK = dict(lengths=(1024,), depths=(0.25, 1.0), needles=("coffee", "rocket"), methods=("full", "resv", "rekv"))
+QUICK = dict(lengths=(1024,), depths=(0.25, 1.0), needles=("chelsea", "astronaut"), methods=("full", "resv", "rekv"))
 
 _MODELS: dict = {}
 CELL_VERSION = 1          # bump when a cell's computation changes (part of the saved cells' key)
