@@ -152,6 +152,16 @@ LXE_CASES = [
     Case("tree64-edge", "edge"),                                        # the paper's core: 64 x 64, 64 lanes
 ]
 __all__ += ["LXE_CASES"]
+# DPE operand pipeline (hdl/lxe/dpe.py): 0 to 2 registers after the weight read, weight memories of 1 to 4 macros,
+# more trees than one broadcast-operand copy serves (hdl.lxe.dpe.BROADCAST_FANOUT = 8), so groups stall apart
+DPE_CASES = [
+    Case("dpe-10trees-stages2-banks2", "tiny", {"lxe.dpe_inputs": 4, "lxe.dpe_trees": 10, "lxe.dpe_load_trees": 5,
+                                                "lxe.mac_cuts": [1], "lxe.dpe_read_stages": 2,
+                                                "lxe.dpe_weight_banks": 2, "lxe.dpe_weight_words": 3}),
+    Case("dpe-17trees-stages0-banks4", "tiny", {"lxe.dpe_inputs": 8, "lxe.dpe_trees": 17, "lxe.dpe_load_trees": 17,
+                                                "lxe.dpe_read_stages": 0, "lxe.dpe_weight_banks": 4}),
+]
+__all__ += ["DPE_CASES"]
 # KVMU (hdl/dre/kvmu): AXI data widths 64 to 512, narrow (8-beat) and wide (64/256-beat) bursts, coalescing off and on,
 # 1 to 8 outstanding bursts, frame and token eviction, sinks; every device capacity holds just the recent window plus
 # one step (89 to 120 tokens per context), so once the ring is full every frame evicts. Small tables keep the
@@ -176,15 +186,18 @@ __all__ += ["KVMU_CASES"]
 # Core (hdl/core): the tiny core with a device capacity of the recent window plus one step (the KVMU evicts every
 # frame once the ring is full) and small KVMU tables (perf.kv_sizes [128]: a staging area the capacity holds).
 # "core-tiny-short-window": a 16-token recent window and a ring of 25 tokens (retrieval and eviction from the fourth
-# frame on), for the default tier's amaranth.sim run.
+# frame on), for the default tier's amaranth.sim run; its score FIFO and candidate list in banks of at most 48 bits
+# and two registers after the DPE's weight read (the exp2 case: none).
 CORE_CASES = [
     Case("core-tiny", "tiny", {**_KVMU_SMALL, "dre.kvmu.device_capacity_bytes": 32768 + 4 * 89 * 64,
                                "perf.kv_sizes": [128]}),
     Case("core-tiny-short-window", "tiny", {**_KVMU_SMALL, "resv.recent_window_tokens": 8,
                                             "dre.kvmu.device_capacity_bytes": 32768 + 4 * 33 * 64,
-                                            "perf.kv_sizes": [128]}),
+                                            "perf.kv_sizes": [128], "core.memory_bank_bits": 48,
+                                            "lxe.dpe_read_stages": 2}),
     # the edge rule on the tiny core: exp2 scores (the LXE's score scale folds log2 e in), the histogram WTU
     Case("core-tiny-exp2", "tiny", {**_KVMU_SMALL, **EXP2, "resv.recent_window_tokens": 8,
-                                    "dre.kvmu.device_capacity_bytes": 32768 + 4 * 33 * 64, "perf.kv_sizes": [128]}),
+                                    "dre.kvmu.device_capacity_bytes": 32768 + 4 * 33 * 64, "perf.kv_sizes": [128],
+                                    "lxe.dpe_read_stages": 0}),
 ]
 __all__ += ["CORE_CASES"]

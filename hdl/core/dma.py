@@ -51,9 +51,17 @@ class HctDma:
             m.d.sync += self.error.eq(0)
         m.d.sync += self.done.eq(0)
 
+        # a burst never crosses a 4 KiB page, so the address above the page offset grows by the offset's carry at
+        # most: its increment is a register (addr is stable for two cycles before a burst ends)
+        page_bits = PAGE.bit_length() - 1
+        hi_inc = Signal(max(1, addr_bits - page_bits), name="dma_addr_hi_inc")
+        m.d.sync += hi_inc.eq(addr[page_bits:] + 1)
+
         def burst_done():
             """A burst's last response: advance past it; done after the transfer's last burst."""
-            m.d.sync += [left.eq(left - blen), addr.eq(addr + (blen << shift))]
+            low = addr[:page_bits] + (blen << shift)
+            m.d.sync += [left.eq(left - blen), addr.eq(Cat(low[:page_bits], Mux(low[page_bits], hi_inc,
+                                                                                  addr[page_bits:])))]
             with m.If(left == blen):
                 m.d.sync += self.done.eq(1)
                 m.next = "IDLE"

@@ -93,6 +93,7 @@ class CoreGeometry:
     kvmu_cluster_bits: int
     kvmu_context_bits: int
     counter_bits: int
+    bank_bits: int          # core.memory_bank_bits: the widest SRAM macro of the sequencer's memories
 
     @classmethod
     def from_config(cls, cfg) -> "CoreGeometry":
@@ -149,7 +150,7 @@ class CoreGeometry:
                    km.record_bytes, cm.entry_base, cm.list_base, cm.map_base, cm.sum_base, cm.mean_base,
                    cm.item_bytes, k.axi_addr_bits, k.axi_data_bits, k.axi_id_bits, r.preload == "fill",
                    bf16_bits(cfg.score_scale), cfg.core.score_fifo_depth, _bits(2 * km.table_clusters),
-                   _bits(km.contexts), cfg.dre.counter_bits)
+                   _bits(km.contexts), cfg.dre.counter_bits, cfg.core.memory_bank_bits)
 
     # ---- derived ------------------------------------------------------------------------------------------------
 

@@ -8,13 +8,14 @@ __all__ = ["select", "onehot", "assign_part"]
 
 
 def select(m, value, index, width: int, name: str, count: int | None = None):
-    """Part ``index`` of ``value`` cut into ``width``-bit parts, as a named signal (0 for an index out of range)."""
+    """Part ``index`` of ``value`` cut into ``width``-bit parts, as a named signal (0 for an index out of range);
+    with one part, the part itself (a named signal driven by a slice of a ``Cat`` would be an unused alias wire in
+    the Verilog, docs/lint.md)."""
     value = Value.cast(value)
     count = len(value) // width if count is None else count
-    out = Signal(width, name=name)
     if count == 1:
-        m.d.comb += out.eq(value[:width])
-        return out
+        return value[:width]
+    out = Signal(width, name=name)
     with m.Switch(index):
         for k in range(count):
             with m.Case(k):

@@ -104,6 +104,8 @@ def build_fsm(seq, m, s):
     q, mj = Signal(range(s.cwords + (g.table_clusters >> lsh) + 2), name="mask_beat"), \
         Signal(range(g.row_capacity + 1), name="mask_cand")
     q_beats = Signal.like(q, name="mask_beats")
+    head_valid, head_sel, head_cid = Signal(name="mask_head_valid"), Signal(name="mask_head_sel"), \
+        Signal(s.CB, name="mask_head_cid")
     bits = Signal(L, name="mask_bits")
     rt = Signal(range(g.max_tokens + 1), name="record_token")
     sweep = Signal(range(g.contexts + 1), name="sweep")
@@ -471,7 +473,7 @@ def build_fsm(seq, m, s):
             with m.If(ovf):
                 m.d.sync += [s.causes.eq(s.causes | CAUSE["row_overflow"]), n_c.eq(0)]
             with m.If(ovf | (n_c == 0)):
-                m.d.sync += [q.eq(0), mj.eq(0), bits.eq(0)]
+                m.d.sync += [q.eq(0), mj.eq(0), bits.eq(0), head_valid.eq(0)]
                 m.next = "S_MASK_USE"
             with m.Else():
                 m.d.comb += [s.cand_r.addr.eq(0), s.cand_r.en.eq(1)]
@@ -574,24 +576,29 @@ def build_fsm(seq, m, s):
         with state("S_SEL"):
             m.d.comb += s.busy.eq(1)
             with m.If(s.gcount == W):
-                m.d.sync += [q.eq(0), mj.eq(0), bits.eq(0)]
+                m.d.sync += [q.eq(0), mj.eq(0), bits.eq(0), head_valid.eq(0)]
                 m.d.comb += [s.cand_r.addr.eq(0), s.cand_r.en.eq(1), s.gm_r.addr.eq(0), s.gm_r.en.eq(1)]
                 m.next = "S_MASK_USE"
         with state("S_MASK_USE"):      # group mask (candidate positions) -> KVMU mask (cluster ids)
+            # the entry at the head (its cluster id and selected bit) is a register loaded from the read ports,
+            # whose words are read one ahead: the compare never waits on a memory read
             m.d.comb += s.busy.eq(1)
             lane = mj[:lsh] if lsh else 0
             ent_cid = select(m, Cat(*(s.cand_r.data[k].cid for k in range(L))), lane, s.CB, "mask_cand")
             sel = select(m, s.gm_r.data, lane, 1, "mask_selected")
             m.d.sync += q_beats.eq(Mux(s.n_cl == 0, 1, (s.n_cl + L - 1) >> lsh))
-            with m.If((mj < n_c) & ((ent_cid >> lsh) == q)):
-                with m.If(sel):
-                    m.d.sync += bits.eq(bits | (onehot(ent_cid[:lsh], L) if lsh else 1))
-                m.d.sync += mj.eq(mj + 1)
-                nxt = mj + 1
-                m.d.comb += [s.cand_r.addr.eq(nxt >> lsh), s.cand_r.en.eq(1), s.gm_r.addr.eq(nxt >> lsh),
-                             s.gm_r.en.eq(1)]
-                m.next = "S_MASK_USE"
-            with m.Else():
+            match = head_valid & ((head_cid >> lsh) == q)
+            with m.If(match & head_sel):
+                m.d.sync += bits.eq(bits | (onehot(head_cid[:lsh], L) if lsh else 1))
+            with m.If((~head_valid | match) & (mj < n_c)):
+                m.d.sync += [head_valid.eq(1), head_cid.eq(ent_cid), head_sel.eq(sel), mj.eq(mj + 1)]
+                nxt = (mj + 1) >> lsh
+                new_word = (mj[:lsh] == L - 1) if lsh else 1
+                m.d.comb += [s.cand_r.addr.eq(nxt), s.cand_r.en.eq(new_word), s.gm_r.addr.eq(nxt),
+                             s.gm_r.en.eq(new_word)]
+            with m.Elif(match):
+                m.d.sync += head_valid.eq(0)
+            with m.If(~match & (head_valid | (mj >= n_c))):
                 m.next = "S_MASK_SEND"
         with state("S_MASK_SEND"):
             km = seq.kvmu_masks

@@ -36,8 +36,8 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from vrex.hdl.dre.kvmu.axi import axi4_signature
-from vrex.hdl.dre.kvmu.fifo import Fifo
 from ..lxe.vpe import VpeOp
+from .banks import BankedFifo, banked_memory
 from .dma import HctDma
 from .geometry import CORE_CAUSES, CoreGeometry, command_layout, response_layout
 from .muxes import onehot, select
@@ -122,8 +122,8 @@ class Sequencer(wiring.Component):
         lst_w, lst_r = lst.write_port(), lst.read_port()
         cand_layout = data.StructLayout({"cid": CB, "count": g.count_bits})
         cwords = -(-g.row_capacity // L)
-        m.submodules.cand = cand = Memory(shape=data.ArrayLayout(cand_layout, L), depth=max(2, cwords), init=[])
-        cand_w, cand_r = cand.write_port(granularity=1), cand.read_port()
+        cand_w, cand_r = banked_memory(m, "cand", data.ArrayLayout(cand_layout, L), max(2, cwords), g.bank_bits,
+                                       granularity=cand_layout.size)
         m.submodules.gmask = gmask = Memory(shape=L, depth=max(2, cwords), init=[])
         gm_w, gm_r = gmask.write_port(), gmask.read_port()
         # weight loads into the DPE's stationary memories (hyperplanes, mean keys, zero fill) that do not come from
@@ -135,7 +135,9 @@ class Sequencer(wiring.Component):
         # data otherwise (a state may use a word read several cycles before, e.g. after a stalled stream)
         m.d.comb += [ctx_r.en.eq(0), cand_r.en.eq(0), gm_r.en.eq(0)]
         sumbuf = Array(Signal(32 * T, name=f"sum{j}") for j in range(J))
-        fifo = Fifo(m, "score_fifo", 32 * T, g.fifo_depth, synchronous=True)
+        fifo = BankedFifo(m, "score_fifo", 32 * T, g.fifo_depth, g.bank_bits)
+        lpp = g.lines_per_pass
+        sub = Signal(range(max(2, lpp)), name="score_sub")      # the line of the FIFO's head that is written next
 
         dma = HctDma(m, self.table, addr_bits=g.addr_bits, data_bits=g.data_bits,
                      max_beats=max(g.table_clusters, g.capacity, 4 * g.head_dim // g.beat_bytes))
@@ -147,7 +149,8 @@ class Sequencer(wiring.Component):
         rd_tag = Signal(data.StructLayout({"to": 3, "b": range(max(2, B)), "i": range(max(2, T)), "first": 1,
                                            "last": 1}), name="rd_tag")
         tag = Signal.like(rd_tag, name="tag")
-        wr_valid, wr_addr, wr_data = Signal(name="wr_valid"), Signal(ab, name="wr_addr"), Signal(LN, name="wr_data")
+        wr_valid, wr_addr = Signal(name="wr_valid"), Signal(ab, name="wr_addr")
+        wr_data = select(m, fifo.r_data, sub, LN, "score_line")    # (an expression when the FIFO word is one line)
         sc, sr = self.sram_cmd, self.sram_rdata
         rd_taken, wr_taken = Signal(name="rd_taken"), Signal(name="wr_taken")
         with m.If(busy):
@@ -179,12 +182,19 @@ class Sequencer(wiring.Component):
         Lt = len(dpe_p.mask)
         routed = busy & sr.valid
         w_tree = Mux(routed, tag.i, ld_tree)
+        w_mask = onehot(w_tree % Lt if Lt > 1 else 0, Lt)
         m.d.comb += [dpe_p.load.eq(Mux(routed, tag.to == WBUF, 1)), dpe_p.addr.eq(Mux(routed, tag.b, ld_addr)),
-                     dpe_p.mask.eq(onehot(w_tree % Lt if Lt > 1 else 0, Lt)), dpe_p.first.eq(tag.first),
+                     dpe_p.mask.eq(w_mask), dpe_p.first.eq(tag.first),
                      dpe_p.last.eq(tag.last), r_key.i_data.eq(rline), r_rec.i_data.eq(rline), r_wtu.i_data.eq(rline)]
         if T > Lt:
             m.d.comb += dpe_p.group.eq(w_tree // Lt)
-        m.d.comb += [dpe_p.data[k].eq(Mux(routed, rline, ld_data)) for k in range(Lt)]
+        # the line goes only into the words the beat uses (a load's tree, a compute beat's word 0), the others are 0:
+        # one driver per word (identical words were one gate driving every word's port)
+        dpe_line = Signal(LN, name="dpe_line")
+        m.d.comb += dpe_line.eq(Mux(routed, rline, ld_data))
+        for k in range(Lt):
+            used = Mux(dpe_p.load, w_mask[k], k == 0)
+            m.d.comb += dpe_p.data[k].eq(Mux(used, dpe_line, 0))
         with m.If(routed):
             with m.Switch(tag.to):
                 with m.Case(WBUF, DPE):
@@ -247,14 +257,11 @@ class Sequencer(wiring.Component):
                     m.d.sync += j_out.eq(j_out + 1)
 
         # ==== score writes: FIFO head -> SRAM lines (priority over reads) ======================================
-        lpp = g.lines_per_pass
-        sub = Signal(range(max(2, lpp)), name="score_sub")
         w_base, w_gbase = Signal(ab, name="score_w_base"), Signal(ab, name="score_w_gbase")
         w_r = Signal(range(g.rows + 1), name="score_w_row")
         rows = Signal(range(g.rows + 1), name="rows")
         row_lines = Signal(ab, name="row_lines")
-        m.d.comb += [wr_valid.eq((mode == M_SCORE) & fifo.r_rdy), wr_addr.eq(w_base + sub),
-                     wr_data.eq(select(m, fifo.r_data, sub, LN, "score_line"))]
+        m.d.comb += [wr_valid.eq((mode == M_SCORE) & fifo.r_rdy), wr_addr.eq(w_base + sub)]
         with m.If(wr_taken):
             m.d.sync += sub.eq(sub + 1)
             with m.If(sub == lpp - 1):

@@ -33,9 +33,15 @@ def dpe_output_layout(trees):
     return data.StructLayout({"fp32": data.ArrayLayout(32, trees), "bf16": data.ArrayLayout(16, trees)})
 
 
-def dpe_latency(cuts, norm_stages):
-    """Cycles from a last compute beat's handshake to its results: the weight read, then the tree's latency."""
-    return mac_latency(cuts, norm_stages) + 1
+def dpe_latency(cuts, norm_stages, read_stages=0):
+    """Cycles from a last compute beat's handshake to its results: the weight read, ``read_stages`` registers after
+    it (``lxe.dpe_read_stages``), then the tree's latency."""
+    return mac_latency(cuts, norm_stages) + 1 + read_stages
+
+
+# Trees that share one copy of the broadcast operand's last register (and its valid, first and last bits): one
+# register driving the operand ports of all 64 edge trees took 0.70 ns at 7 nm (ASAP7) to charge their load.
+BROADCAST_FANOUT = 8
 
 
 class DPE(wiring.Component):
@@ -52,9 +58,12 @@ class DPE(wiring.Component):
     A compute beat sees every load accepted before it (the memories are written at the load's handshake and read
     at the compute beat's, one cycle later at the earliest). A dot product of more than ``words`` beats is split by
     the user into partial sums (docs/formats.md). The trees see the same valid and ready, so they stay in
-    lockstep; all ``trees`` results appear together, ``latency`` = the tree's + 1 (the weight read register)
-    cycles after a last beat's handshake, one beat per cycle otherwise (load or compute, back to back).
-    Back-pressure: ``i.ready = ~staged | trees ready`` for both kinds of beat.
+    lockstep; all ``trees`` results appear together, ``latency`` = the tree's + 1 (the weight read) +
+    ``read_stages`` (registers between the read and the trees) cycles after a last beat's handshake, one beat per
+    cycle otherwise (load or compute, back to back). Each weight memory is ``banks`` SRAM macros side by side
+    (a narrower macro reads faster). The operand registers move together: ``i.ready`` = the last stage is empty or
+    the trees are ready, for both kinds of beat. The last stage's broadcast operand is one register per
+    :data:`BROADCAST_FANOUT` trees, each stalled by its own trees' ready (equal to the others' in lockstep).
 
     Members
     -------
@@ -63,13 +72,16 @@ class DPE(wiring.Component):
     """
 
     def __init__(self, *, trees, n, words=8, load_trees=1, guard_bits=8, headroom_bits=8, cuts=(), norm_stages=1,
-                 external=False):
+                 banks=1, read_stages=0, external=False):
         if trees % load_trees:
             raise ValueError(f"load_trees ({load_trees}) must divide trees ({trees})")
+        if n % banks:
+            raise ValueError(f"banks ({banks}) must divide n ({n})")
         self.trees, self.n, self.words, self.load_trees, self.external = trees, n, words, load_trees, external
+        self.banks, self.read_stages = banks, read_stages
         args = dict(n=n, guard_bits=guard_bits, headroom_bits=headroom_bits, cuts=cuts, norm_stages=norm_stages)
         self._trees = {f"tree{t}": Part(MacTree, **args) for t in range(trees)}
-        self.latency = dpe_latency(cuts, norm_stages)
+        self.latency = dpe_latency(cuts, norm_stages, read_stages)
         super().__init__({**self.make_signature(trees=trees, n=n, words=words, load_trees=load_trees).members,
                           **part_members(self._trees, external)})
 
@@ -83,7 +95,7 @@ class DPE(wiring.Component):
         x = cfg.lxe
         return dict(trees=x.dpe_trees, n=x.dpe_inputs, words=x.dpe_weight_words, load_trees=x.dpe_load_trees,
                     guard_bits=x.guard_bits, headroom_bits=x.acc_headroom_bits, cuts=x.mac_cuts,
-                    norm_stages=x.mac_norm_stages)
+                    norm_stages=x.mac_norm_stages, banks=x.dpe_weight_banks, read_stages=x.dpe_read_stages)
 
     @classmethod
     def from_config(cls, cfg, *, external=False):
@@ -92,29 +104,60 @@ class DPE(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         trees = [part(m, self, name, sub, self.external) for name, sub in self._trees.items()]
-        p, L = self.i.payload, self.load_trees
-        # the trees are in lockstep (same valid, same ready), so these are all equal; all() keeps every tree's
-        # handshake in the design (and in the glue's ports)
-        trees_ready = Signal(name="trees_ready")
-        m.d.comb += [trees_ready.eq(Cat(*(t.i.ready for t in trees)).all()),
-                     self.o.valid.eq(Cat(*(t.o.valid for t in trees)).all())]
-        staged = Signal(name="staged")                      # a compute beat waits in the read register
-        x = Signal(data.ArrayLayout(16, self.n), name="staged_x")
-        first, last = Signal(name="staged_first"), Signal(name="staged_last")
-        take = Signal(name="take")
-        m.d.comb += [self.i.ready.eq(~staged | trees_ready), take.eq(self.i.valid & self.i.ready)]
-        with m.If(take & ~p.load):
-            m.d.sync += [staged.eq(1), x.eq(p.data[0]), first.eq(p.first), last.eq(p.last)]
-        with m.Elif(trees_ready):
-            m.d.sync += staged.eq(0)
+        p, L, S, n = self.i.payload, self.load_trees, self.read_stages, self.n
+        groups = [range(g, min(g + BROADCAST_FANOUT, self.trees)) for g in range(0, self.trees, BROADCAST_FANOUT)]
+        m.d.comb += self.o.valid.eq(Cat(*(t.o.valid for t in trees)).all())
+        # stage 0 is the weight read, stages 1..S registers after it; the last stage is one copy per group of trees
+        valid = [Signal(name=f"stage{s}_valid") for s in range(S)]
+        x = [Signal(data.ArrayLayout(16, n), name=f"stage{s}_x") for s in range(S)]
+        fl = [Signal(2, name=f"stage{s}_first_last") for s in range(S)]
+        g_valid = [Signal(name=f"group{g}_valid") for g in range(len(groups))]
+        g_x = [Signal(data.ArrayLayout(16, n), name=f"group{g}_x") for g in range(len(groups))]
+        g_fl = [Signal(2, name=f"group{g}_first_last") for g in range(len(groups))]
+        # each group stalls by its own trees' ready (the trees are in lockstep, so every group moves together);
+        # i.ready is all groups' move
+        g_move = [Signal(name=f"group{g}_move") for g in range(len(groups))]
+        move, take = Signal(name="move"), Signal(name="take")
+        for g, ts in enumerate(groups):
+            m.d.comb += g_move[g].eq(~g_valid[g] | Cat(*(trees[t].i.ready for t in ts)).all())
+        m.d.comb += [move.eq(Cat(*g_move).all()), self.i.ready.eq(move), take.eq(self.i.valid & move)]
+        compute = take & ~p.load
+        src_valid, src_x, src_fl = compute, p.data[0], Cat(p.first, p.last)
+        for s in range(S):
+            with m.If(move):
+                m.d.sync += valid[s].eq(src_valid)
+                with m.If(src_valid):
+                    m.d.sync += [x[s].eq(src_x), fl[s].eq(src_fl)]
+            src_valid, src_x, src_fl = valid[s], x[s], fl[s]
+        for g in range(len(groups)):
+            with m.If(g_move[g]):
+                m.d.sync += g_valid[g].eq(src_valid)
+                with m.If(src_valid):
+                    m.d.sync += [g_x[g].eq(src_x), g_fl[g].eq(src_fl)]
+        k = n // self.banks
         for t, tree in enumerate(trees):
-            m.submodules[f"weights{t}"] = mem = Memory(shape=16 * self.n, depth=self.words, init=[])
-            wr, rd = mem.write_port(), mem.read_port()
+            g = t // BROADCAST_FANOUT
             mine = (p.group == t // L) if self.trees > L else 1
-            # a read port holds its data while not enabled: a stalled staged beat keeps its weights
-            m.d.comb += [wr.en.eq(take & p.load & mine & p.mask[t % L]), wr.addr.eq(p.addr),
-                         wr.data.eq(p.data[t % L]), rd.en.eq(take & ~p.load), rd.addr.eq(p.addr)]
-            m.d.comb += [tree.i.valid.eq(staged), tree.i.payload.a.eq(x), tree.i.payload.b.eq(rd.data),
-                         tree.i.payload.first.eq(first), tree.i.payload.last.eq(last), tree.o.ready.eq(self.o.ready),
+            read = []
+            for b in range(self.banks):
+                name = f"weights{t}" if self.banks == 1 else f"weights{t}_{b}"
+                m.submodules[name] = mem = Memory(shape=16 * k, depth=self.words, init=[])
+                wr, rd = mem.write_port(), mem.read_port()
+                # a read port holds its data while not enabled: a stalled beat keeps its weights
+                m.d.comb += [wr.en.eq(take & p.load & mine & p.mask[t % L]), wr.addr.eq(p.addr),
+                             wr.data.eq(p.data[t % L].as_value()[16 * k * b:16 * k * (b + 1)]), rd.en.eq(compute),
+                             rd.addr.eq(p.addr)]
+                read.append(rd.data)
+            w = Cat(*read)
+            for s in range(S):          # the weights of stage s move to stage s + 1 with the beat
+                reg = Signal(16 * n, name=f"tree{t}_w{s + 1}")
+                with m.If((move if s < S - 1 else g_move[g]) & valid[s]):
+                    m.d.sync += reg.eq(w)
+                w = reg
+            # a tree's o.ready matters only while its o.valid is high (its pipeline advances when ~o.valid): the
+            # gate gives each port its own driver instead of one input wired to every tree
+            m.d.comb += [tree.i.valid.eq(g_valid[g]), tree.i.payload.a.eq(g_x[g]), tree.i.payload.b.eq(w),
+                         tree.i.payload.first.eq(g_fl[g][0]), tree.i.payload.last.eq(g_fl[g][1]),
+                         tree.o.ready.eq(self.o.ready | ~tree.o.valid),
                          self.o.payload.fp32[t].eq(tree.o.payload.fp32), self.o.payload.bf16[t].eq(tree.o.payload.bf16)]
         return m

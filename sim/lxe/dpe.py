@@ -138,7 +138,7 @@ def measure_cycles(cfg) -> dict:
     compute beats), and its utilisation on a decoder layer's matmuls and the retrieval path (:mod:`.utilisation`).
 
     The run is on a DPE of at most :data:`TIMED_TREES` trees (one load group) with the config's tree size, pipeline
-    cuts and weight depth: the trees are identical and in lockstep behind one staging register, so latency and
+    cuts and weight depth: the trees are identical and in lockstep behind one operand pipeline, so latency and
     beat rate do not depend on their number (tests/lxe/test_lxe.py measures whole DPEs of the case table), and the
     edge DPE's 64 trees of 64 inputs take minutes and gigabytes to elaborate."""
     from vrex.hdl.lxe.dpe import DPE

@@ -10,7 +10,7 @@ from vrex.hdl.lxe.lxe import LXE
 from vrex.hdl.lxe.mac_tree import MacTree, mac_latency
 from vrex.hdl.lxe.vpe import VPE, VpeLane
 from vrex.sim.amaranth_run import run_amaranth
-from vrex.sim.cases import LXE_CASES
+from vrex.sim.cases import DPE_CASES, LXE_CASES
 from vrex.sim.lxe import dpe as dpe_bench
 from vrex.sim.lxe import lxe as lxe_bench
 from vrex.sim.lxe import mac_tree as tree_bench
@@ -41,7 +41,7 @@ def test_mac_tree_matches_golden(case, traffic):
     check(run_amaranth(MacTree.from_config(cfg), bench), bench)
 
 
-@pytest.mark.parametrize("case", params([BY_ID["lxe-tiny"], BY_ID["tree16-cuts-lanes8"]]))
+@pytest.mark.parametrize("case", params([BY_ID["lxe-tiny"], BY_ID["tree16-cuts-lanes8"], *DPE_CASES]))
 @pytest.mark.parametrize("traffic", [(0.6, 0.5)], ids=["random"])
 def test_dpe_matches_golden(case, traffic):
     cfg = case.config()
@@ -117,11 +117,24 @@ def test_latency_attribute_is_what_the_bench_measures(case):
         == len(cfg.lxe.mac_cuts) + 2 + cfg.lxe.mac_norm_stages
     assert tree["beats_per_cycle"] == 1.0
     dpe = dpe_bench.measure_cycles(cfg)
-    assert dpe["latency_cycles"] == tree["latency_cycles"] + 1 and dpe["beats_per_cycle"] == 1.0
+    assert dpe["latency_cycles"] == tree["latency_cycles"] + 1 + cfg.lxe.dpe_read_stages
+    assert dpe["beats_per_cycle"] == 1.0
     vpe = vpe_bench.measure_cycles(cfg)
     assert vpe["latency_cycles"] == cfg.lxe.vpe_stages
     assert vpe["beats_per_cycle"] == 1.0
     assert 0 < dpe["dpe_efficiency"] <= 1 and 0 < vpe["vpe_efficiency"] <= 1
+
+
+@pytest.mark.parametrize("case", params(DPE_CASES))
+def test_dpe_latency_follows_its_read_stages(case):
+    """measure_cycles raises unless the measured latency is the attribute; the attribute counts the read stages."""
+    from vrex.hdl.lxe.dpe import dpe_latency
+
+    x = case.config().lxe
+    dpe = dpe_bench.measure_cycles(case.config())
+    assert dpe["latency_cycles"] == dpe_latency(x.mac_cuts, x.mac_norm_stages, x.dpe_read_stages) \
+        == mac_latency(x.mac_cuts, x.mac_norm_stages) + 1 + x.dpe_read_stages
+    assert dpe["beats_per_cycle"] == 1.0
 
 
 def test_utilisation_model_matches_a_dpe_simulation():
@@ -147,7 +160,7 @@ def test_utilisation_model_matches_a_dpe_simulation():
     check(result, bench)
     first_in, last_out = result.handshake_cycles["in:i"][0], result.handshake_cycles["o"][-1]
     assert last_out - first_in == matmul_cycles(M, K, N, trees=x.dpe_trees, inputs=x.dpe_inputs,
-                                                latency=dpe_latency(x.mac_cuts, x.mac_norm_stages),
+                                                latency=dpe_latency(x.mac_cuts, x.mac_norm_stages, x.dpe_read_stages),
                                                 load_trees=x.dpe_load_trees) - 1
 
 
@@ -230,6 +243,10 @@ def test_amaranth_soak_every_case(case):
     ("lxe: {dpe_weight_words: 0}", "lxe.dpe_weight_words = 0: must be ≥ 1."),
     ("lxe: {mac_norm_stages: 4}", "lxe.mac_norm_stages = 4: must be ≤ 3."),
     ("lxe: {vpe_stages: 3}", "lxe.vpe_stages = 3: must be ≥ 4."),
+    ("lxe: {dpe_weight_banks: 3}", "lxe.dpe_weight_banks = 3: must divide lxe.dpe_inputs (64): each bank holds the "
+                                   "same number of a word's BF16 elements."),
+    ("lxe: {dpe_read_stages: 3}", "lxe.dpe_read_stages = 3: must be ≤ 2."),
+    ("core: {memory_bank_bits: -1}", "core.memory_bank_bits = -1: must be ≥ 0."),
 ])
 def test_bad_lxe_configs_are_rejected_in_one_sentence(tmp_path, text, message):
     err = config_error(tmp_path, text)

@@ -19,6 +19,15 @@ class LXEConfig(_Section):
     dpe_load_trees: int = param(
         16, "Trees whose weight word one DPE load beat writes: the load port is dpe_load_trees x dpe_inputs BF16 "
             "wide (the compute operand is one vector); must divide dpe_trees.", min=1)
+    dpe_weight_banks: int = param(
+        2, "SRAM macros side by side that hold a MAC tree's weight memory, each dpe_inputs / dpe_weight_banks BF16 "
+           "of a word wide: a macro's access time grows with its width (edge: 1024 bits read in 1.29 ns at 7 nm, 512 "
+           "in 0.73 ns), each bank adds a macro's periphery and one read per compute beat; must divide dpe_inputs.",
+        min=1, omit_from_hash_at=1)
+    dpe_read_stages: int = param(
+        1, "Registers between a MAC tree's weight-memory read and the tree's operand ports (the broadcast operand is "
+           "delayed beside it): 0 feeds the macro's read data straight into the tree's first stage, 1 gives the "
+           "tree a whole cycle; each adds one cycle of DPE latency.", min=0, max=2, omit_from_hash_at=0)
     vpe_units: int = param(1, "N_VPE-h: vector units.", min=1)
     vpe_lanes: int = param(64, "N_VPE-w: lanes per vector unit.", min=1)
     sram_kib: int = param(384, "On-chip LXE memory (KiB).", min=1)
@@ -50,6 +59,9 @@ class LXEConfig(_Section):
         n = self.dpe_inputs
         if n < 2 or n & (n - 1):
             _fail("lxe.dpe_inputs", n, "must be a power of two ≥ 2 (each MAC tree is a balanced binary tree).")
+        if n % self.dpe_weight_banks:
+            _fail("lxe.dpe_weight_banks", self.dpe_weight_banks,
+                  f"must divide lxe.dpe_inputs ({n}): each bank holds the same number of a word's BF16 elements.")
         if self.dpe_trees % self.dpe_load_trees:
             _fail("lxe.dpe_load_trees", self.dpe_load_trees,
                   f"must divide lxe.dpe_trees ({self.dpe_trees}): a load beat writes one whole group of trees.")
@@ -95,3 +107,8 @@ class CoreConfig(_Section):
         8, "VPE result beats of the score passes held before their SRAM write; the sequencer keeps at most this "
            "many in flight (a credit), so the DPE and VPE never wait on the SRAM port the writes share with the "
            "operand reads.", min=2, max=64)
+    memory_bank_bits: int = param(
+        256, "Widest SRAM macro of the sequencer's memories: a wider one (the score FIFO, lxe.dpe_trees x 32 bits; "
+             "the candidate list, dre.wtu.lanes entries) is built of side-by-side banks of at most this many bits, "
+             "since a macro's access time grows with its width (edge: a 2048-bit FIFO word read in 2.4 ns at 7 nm); "
+             "0 keeps every memory one macro.", min=0, omit_from_hash_at=0)
