@@ -183,17 +183,19 @@ class Sequencer(wiring.Component):
         routed = busy & sr.valid
         w_tree = Mux(routed, tag.i, ld_tree)
         w_mask = onehot(w_tree % Lt if Lt > 1 else 0, Lt)
-        m.d.comb += [dpe_p.load.eq(Mux(routed, tag.to == WBUF, 1)), dpe_p.addr.eq(Mux(routed, tag.b, ld_addr)),
+        is_load = Mux(routed, tag.to == WBUF, 1)
+        m.d.comb += [dpe_p.load.eq(is_load), dpe_p.addr.eq(Mux(routed, tag.b, ld_addr)),
                      dpe_p.mask.eq(w_mask), dpe_p.first.eq(tag.first),
                      dpe_p.last.eq(tag.last), r_key.i_data.eq(rline), r_rec.i_data.eq(rline), r_wtu.i_data.eq(rline)]
         if T > Lt:
             m.d.comb += dpe_p.group.eq(w_tree // Lt)
         # the line goes only into the words the beat uses (a load's tree, a compute beat's word 0), the others are 0:
-        # one driver per word (identical words were one gate driving every word's port)
+        # one driver per word (identical words were one gate driving every word's port); the words are built from
+        # is_load, not from the port's own load bit (a vector that feeds itself is circular logic to Verilator)
         dpe_line = Signal(LN, name="dpe_line")
         m.d.comb += dpe_line.eq(Mux(routed, rline, ld_data))
         for k in range(Lt):
-            used = Mux(dpe_p.load, w_mask[k], k == 0)
+            used = Mux(is_load, w_mask[k], k == 0)
             m.d.comb += dpe_p.data[k].eq(Mux(used, dpe_line, 0))
         with m.If(routed):
             with m.Switch(tag.to):
