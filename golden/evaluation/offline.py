@@ -37,7 +37,7 @@ from vrex.golden.resv.stream import STAGES, Stream
 from vrex.golden.threads import torch_threads
 from vrex.golden.traces.trace import Trace
 
-__all__ = ["METHODS", "VARIANTS", "check_methods", "evaluate", "make_policies", "format_table", "hash_correlation",
+__all__ = ["METHODS", "VARIANTS", "variant_overrides", "check_methods", "evaluate", "make_policies", "format_table", "hash_correlation",
            "light_mask", "true_attention", "group_values"]
 
 METHODS = ("full", "flexgen", "infinigen", "rekv", "quest", "oracle_topp", "resv")
@@ -53,12 +53,30 @@ STAGE_PARTS = {"frame": ("frame",), "text": ("question", "answer"), "question": 
                "answer": ("answer",)}
 
 
+def variant_overrides(method: str) -> dict | None:
+    """The config overrides of a ReSV variant: a name of :data:`VARIANTS`, or ``resv_row@P`` / ``resv_row@F:T``
+    (the row-mass rule with ``row_mass_p`` F and ``text_row_mass_p`` T, both P in the first form); None for a
+    method that is not a variant. A malformed ``@`` suffix raises :class:`UsageError`."""
+    if method in VARIANTS:
+        return VARIANTS[method]
+    base, at, arg = method.partition("@")
+    if not at or base != "resv_row":
+        return None
+    try:
+        ps = [float(x) for x in arg.split(":")]
+    except ValueError:
+        ps = []
+    if len(ps) not in (1, 2) or not all(0.0 < x <= 1.0 for x in ps):
+        raise UsageError(f"method {method!r}: write resv_row@P or resv_row@F:T with p values in (0, 1].")
+    return {**VARIANTS["resv_row"], "resv.row_mass_p": ps[0], "resv.text_row_mass_p": ps[-1]}
+
+
 def check_methods(methods, *, prefix: str = "") -> None:
     """Raise :class:`UsageError` (message starting with ``prefix``) naming the first unknown method."""
     known = METHODS + tuple(VARIANTS)
     for m in methods:
-        if m not in known:
-            raise UsageError(f"{prefix}unknown method {m!r}; methods are {', '.join(known)}.")
+        if m not in known and variant_overrides(m) is None:
+            raise UsageError(f"{prefix}unknown method {m!r}; methods are {', '.join(known)}, and resv_row@P.")
 
 
 def make_policies(cfg, methods, settings: BaselineSettings, engine: str = "tensor", recorder=None):
@@ -67,8 +85,9 @@ def make_policies(cfg, methods, settings: BaselineSettings, engine: str = "tenso
     for m in methods:
         if m == "resv":
             out.append(ReSVPolicy(cfg, engine=engine, recorder=recorder))
-        elif m in VARIANTS:
-            out.append(ReSVPolicy(cfg.with_overrides(VARIANTS[m], source=f"method {m}"), name=m, engine=engine))
+        elif variant_overrides(m) is not None:
+            out.append(ReSVPolicy(cfg.with_overrides(variant_overrides(m), source=f"method {m}"), name=m,
+                                  engine=engine))
         elif m == "quest":
             out.append(QuestPages(settings.page_tokens))
         elif m == "oracle_topp":

@@ -70,6 +70,56 @@ def test_each_needle_is_one_extra_frame_at_its_depth_and_depth_one_is_resident(t
     assert ref.tokens == opening + FRAMES * TPF and not ref.needle_tokens
 
 
+def test_option_orders_put_every_option_at_every_position_once_and_share_the_truth(tiny):
+    from vrex.golden.evaluation.niah.needles import NEEDLES as ALL
+
+    nd = ALL["coffee"]
+    orders = [nd.options(k) for k in range(5)]
+    assert all(sorted(o) == sorted(orders[0]) for o in orders)
+    assert all(len({o[i] for o in orders}) == 5 for i in range(5))          # a Latin square of positions
+    _, lm = tiny
+    hay = _haystack(lm)
+    ctx = build_context(lm, hay, dict(zip(NEEDLES, (0.0, 0.5, 1.0))), orders=3)
+    assert len(ctx.branches) == 3 * len(NEEDLES)
+    mine = [b for b in ctx.branches if b.needle == "coffee"]
+    assert [b.key for b in mine] == ["coffee#0", "coffee#1", "coffee#2"]
+    assert len({b.question_ids for b in mine}) == 3 and {b.options[b.truth] for b in mine} == {"coffee"}
+
+
+def test_the_score_is_averaged_over_the_orders_against_each_orders_reference():
+    from vrex.golden.evaluation.niah.grid import GridSpec, aggregate
+
+    def branch(order, lls, hits):
+        return {"needle_name": "coffee", "order": order, "truth": "coffee", "log_likelihood": lls, "depth": 0.5,
+                "exact_match": order == 0, "needle": {"selections": 10, "hits": hits}}
+    ref = {"coffee#0": {"log_likelihood": {"coffee": -5.0, "tea": -5.0}},
+           "coffee#1": {"log_likelihood": {"coffee": -4.0, "tea": -6.0}}}
+    # order 0 alone prefers tea (-3.5 + 5 > -4 + 5); the mean over both orders prefers coffee
+    cell = {"method": "resv", "rotation": 0, "frame_ratio": 0.5, "text_ratio": 0.25,
+            "branches": {"coffee#0": branch(0, {"coffee": -4.0, "tea": -3.5}, 4),
+                         "coffee#1": branch(1, {"coffee": -1.0, "tea": -6.0}, 6)}}
+    grid = {"cells": {"1024/ref/reference": {"branches": ref, "method": "full", "rotation": None},
+                      "1024/0/resv": cell}}
+    agg = aggregate(GridSpec(needles=("coffee",), methods=("resv",)), grid)
+    q, = agg["questions"]
+    assert q["correct"] and q["scores"] == {"coffee": 2.0, "tea": 0.75} and q["orders"] == 2
+    assert q["exact_match"] == 0.5 and q["hit_rate"] == 0.5
+
+
+def test_row_mass_methods_carry_their_p():
+    from vrex.golden.evaluation.offline import check_methods, variant_overrides
+
+    assert variant_overrides("resv_row@0.8")["resv.text_row_mass_p"] == 0.8
+    both = variant_overrides("resv_row@0.7:0.9")
+    assert (both["resv.row_mass_p"], both["resv.text_row_mass_p"]) == (0.7, 0.9)
+    assert variant_overrides("rekv") is None
+    for bad in ("resv_row@", "resv_row@x", "resv_row@0:0.5", "resv_row@0.1:0.2:0.3"):
+        with pytest.raises(UsageError, match="p values in"):
+            check_methods([bad])
+    with pytest.raises(UsageError, match="unknown method"):
+        check_methods(["resv_exact@0.9"])
+
+
 def test_rotations_put_every_needle_at_every_depth():
     depths = [0.0, 0.5, 1.0]
     seen = {(x, d) for r in range(3) for x, d in place_needles(NEEDLES, depths, r).items()}
@@ -105,7 +155,7 @@ def test_full_in_the_loop_reproduces_the_unmodified_model_bit_for_bit(tiny):
     _, ctx = _context(lm)
     got = run_cell(cfg, lm, ctx, "full", BaselineSettings())
     for b in ctx.branches:
-        assert got["branches"][b.needle]["log_likelihood"] == _plain_lls(lm, ctx, b)
+        assert got["branches"][b.key]["log_likelihood"] == _plain_lls(lm, ctx, b)
 
 
 def _unbranched_lls(cfg, lm, ctx, branch, method):
@@ -116,7 +166,7 @@ def _unbranched_lls(cfg, lm, ctx, branch, method):
     for opt, ids in zip(branch.options, branch.option_ids):
         one = type(branch)(branch.needle, branch.question_ids, (opt,), (ids,), 0)
         c = Context(ctx.embeds, ctx.segments, ctx.needle_tokens, ctx.depths, [one])
-        out[opt] = run_cell(cfg, lm, c, method, BaselineSettings())["branches"][branch.needle]["log_likelihood"][opt]
+        out[opt] = run_cell(cfg, lm, c, method, BaselineSettings())["branches"][one.key]["log_likelihood"][opt]
     return out
 
 
@@ -125,7 +175,7 @@ def test_branching_from_the_cached_haystack_equals_running_the_whole_context(tin
     _, ctx = _context(lm)
     got = run_cell(cfg, lm, ctx, "resv", BaselineSettings())
     for b in ctx.branches[:2]:
-        assert got["branches"][b.needle]["log_likelihood"] == _unbranched_lls(cfg, lm, ctx, b, "resv")
+        assert got["branches"][b.key]["log_likelihood"] == _unbranched_lls(cfg, lm, ctx, b, "resv")
 
 
 class _Nothing(RetrievalPolicy):
@@ -143,11 +193,11 @@ def test_fetching_nothing_loses_the_offloaded_needles_and_fetching_everything_is
     monkeypatch.setattr(niah_run, "make_policies", lambda *a, **k: [_Nothing()])
     nothing = run_cell(cfg, lm, ctx, "nothing", BaselineSettings())
     for x in ("coffee", "rocket"):                                          # offloaded at the question
-        assert every["branches"][x]["log_likelihood"] == full["branches"][x]["log_likelihood"]
-        assert every["branches"][x]["needle"]["hit_rate"] == 1.0
-        assert nothing["branches"][x]["needle"]["hit_rate"] == 0.0
-        assert nothing["branches"][x]["log_likelihood"] != full["branches"][x]["log_likelihood"]
-    resident = nothing["branches"]["chelsea"]["needle"]                     # depth 1: in the window
+        assert every["branches"][x + "#0"]["log_likelihood"] == full["branches"][x + "#0"]["log_likelihood"]
+        assert every["branches"][x + "#0"]["needle"]["hit_rate"] == 1.0
+        assert nothing["branches"][x + "#0"]["needle"]["hit_rate"] == 0.0
+        assert nothing["branches"][x + "#0"]["log_likelihood"] != full["branches"][x + "#0"]["log_likelihood"]
+    resident = nothing["branches"]["chelsea#0"]["needle"]                     # depth 1: in the window
     assert resident["selections"] == 0 and resident["resident_selections"] > 0
     assert nothing["text_ratio"] == 0.0 and every["text_ratio"] == 1.0
 
@@ -179,7 +229,8 @@ def test_bad_needles_depths_lengths_and_options(tiny, tmp_path, monkeypatch):
 def test_cli_rejects_bad_input_in_one_sentence_and_writes_nothing(tmp_path, capsys):
     out = tmp_path / "r.json"
     for args, message in ((["--needles", "nope"], "unknown needle"), (["--depths", "0,2"], "a depth is a fraction"),
-                          (["--lengths", "abc"], "give token counts"), (["--methods", "full,nope"], "unknown method")):
+                          (["--lengths", "abc"], "give token counts"), (["--methods", "full,nope"], "unknown method"),
+                          (["--methods", "resv_row@1.5"], "p values in (0, 1]"), (["--orders", "6"], "at most 5")):
         assert main(["niah", *args, "--json", str(out)]) == 2
         err = capsys.readouterr().err
         assert message in err and "Traceback" not in err
@@ -194,7 +245,7 @@ def test_the_cli_runs_a_small_grid_end_to_end_and_resumes_from_saved_cells(tiny,
     yaml.write_text(cfg.dump_yaml())
     out = tmp_path / "r.json"
     args = ["niah", "-c", str(yaml), "--model", str(lm.source.path), "--lengths", "320", "--depths", "0,1",
-            "--needles", "coffee,rocket", "--methods", "full,resv,rekv", "--clips", "carphone_pristine", "--fps", "2",
+            "--needles", "coffee,rocket", "--orders", "2", "--methods", "full,resv,rekv", "--clips", "carphone_pristine", "--fps", "2",
             "--json", str(out), "-o", str(tmp_path / "plots"), "-q"]
     assert main(args) == 0
     assert "niah method" in capsys.readouterr().out
@@ -203,7 +254,7 @@ def test_the_cli_runs_a_small_grid_end_to_end_and_resumes_from_saved_cells(tiny,
     r = json.loads(out.read_text())
     assert set(r["methods"]) == {"full", "resv", "rekv"}
     asked = [q for q in r["questions"] if q["method"] == "resv"]
-    assert sorted(q["depth"] for q in asked) == [0.0, 1.0]
+    assert sorted(q["depth"] for q in asked) == [0.0, 1.0] and {q["orders"] for q in asked} == {2}
     for m in r["methods"].values():
         n = m["niah"]
         kept = 2 - len(r["dropped_needles"])

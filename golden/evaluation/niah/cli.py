@@ -54,9 +54,13 @@ def register(sub) -> None:
                    help="needle depths as fractions of the haystack; 1 = inside the resident window (default "
                         "0,0.25,0.5,0.75,1)")
     n.add_argument("--needles", metavar="LIST",
-                   help="needles (scikit-image photographs), default chelsea,coffee,rocket,astronaut,horse")
+                   help="needles (scikit-image photographs), default chelsea,coffee,rocket,astronaut,motorcycle_left")
+    n.add_argument("--orders", type=positive_int, default=5,
+                   help="option orders asked per needle, the score averaged over them (cyclic rotations of the "
+                        "option list; 5 puts every option at every position once; default 5)")
     n.add_argument("--methods", default="full,resv,rekv,infinigen,quest,oracle_topp",
-                   help="methods in the loop (default full,resv,rekv,infinigen,quest,oracle_topp)")
+                   help="methods in the loop (default full,resv,rekv,infinigen,quest,oracle_topp); resv_row@P "
+                        "or resv_row@F:T is the row-mass rule at p = P (frame F, text T)")
     n.add_argument("--rotations", type=positive_int, default=1,
                    help="prefills per (length, method): rotation r puts needle i at depth (i + r) mod D (default 1; "
                         "D rotations put every needle at every depth)")
@@ -100,7 +104,9 @@ def _spec(args, cfg):
         if not 0.0 <= d <= 1.0:
             raise UsageError(f"--depths {d:g}: a depth is a fraction of the haystack in [0, 1].")
     layers = parse_index_list(args.layers, cfg.model.layers, "layers")
-    return GridSpec(**kw, rotations=args.rotations, model=args.model,
+    if args.orders > 5:
+        raise UsageError(f"--orders {args.orders}: a needle has 5 options, so at most 5 cyclic orders.")
+    return GridSpec(**kw, rotations=args.rotations, orders=args.orders, model=args.model,
                     clips=tuple(c for c in args.clips.split(",") if c), video=args.video or "", fps=args.fps,
                     budget=budget, top_p=args.top_p, layers=tuple(layers) if layers else None)
 

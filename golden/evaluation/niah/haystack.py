@@ -29,12 +29,18 @@ __all__ = ["Branch", "Context", "Haystack", "build_haystack", "place_needles", "
 
 @dataclass(frozen=True)
 class Branch:
-    """One needle's question and options, as token ids."""
+    """One needle's question and options, as token ids, with the options listed in one of their cyclic orders."""
     needle: str
     question_ids: tuple[int, ...]
     options: tuple[str, ...]
     option_ids: tuple[tuple[int, ...], ...]
     truth: int                                    # index of the true option
+    order: int = 0                                # the cyclic rotation of the option list (Needle.options)
+
+    @property
+    def key(self) -> str:
+        """The branch's name in a cell's results: ``needle#order``."""
+        return f"{self.needle}#{self.order}"
 
 
 @dataclass
@@ -79,7 +85,8 @@ def build_haystack(cfg, lm, video, length: int, needles: list[str], *, context: 
         raise UsageError(f"--lengths {length}: a haystack of {length} tokens holds no frame beside the chat opening "
                          f"({len(opening)} tokens) and {len(needles)} needle frame(s) of {tpf} tokens; use a length of "
                          f"at least {len(opening) + (len(needles) + 1) * tpf}.")
-    longest_text = 64 + max(len(_ids(lm.tokenizer, NEEDLES[x].question())) for x in needles)
+    longest_text = 64 + max(len(_ids(lm.tokenizer, NEEDLES[x].question(k))) for x in needles
+                                for k in range(len(NEEDLES[x].options())))
     total = len(opening) + (n + len(needles)) * tpf + longest_text
     if context is not None and total > context:
         raise UsageError(f"--lengths {length}: the context would hold {total} tokens with the question, beyond the "
@@ -104,8 +111,9 @@ def place_needles(needles: list[str], depths: list[float], rotation: int) -> dic
     return {x: depths[(i + rotation) % len(depths)] for i, x in enumerate(needles)}
 
 
-def build_context(lm, hay: Haystack, depths: dict[str, float] | None) -> Context:
-    """The prefill with the needles at ``depths`` (None: the reference context, no needle) and the branches."""
+def build_context(lm, hay: Haystack, depths: dict[str, float] | None, orders: int = 1) -> Context:
+    """The prefill with the needles at ``depths`` (None: the reference context, no needle) and the branches: per
+    needle one question per option order ``0 … orders - 1`` (the score is averaged over them: :mod:`.grid`)."""
     tok = lm.tokenizer
     n = len(hay.frames)
     tpf = hay.frames.shape[1]
@@ -133,10 +141,11 @@ def build_context(lm, hay: Haystack, depths: dict[str, float] | None) -> Context
     for x in hay.needles:
         nd = NEEDLES[x]
         check_options(nd)
-        q = _ids(tok, "\n" + nd.question() + assistant + cue)
-        opts = tuple(nd.options())
-        ids = tuple(tuple(_ids(tok, " " + o)) for o in opts)
-        if any(not i for i in ids):
-            raise TraceError(f"needle {x}: an option tokenises to nothing.")
-        branches.append(Branch(x, tuple(q), opts, ids, opts.index(nd.truth)))
+        for k in range(orders):
+            q = _ids(tok, "\n" + nd.question(k) + assistant + cue)
+            opts = tuple(nd.options(k))
+            ids = tuple(tuple(_ids(tok, " " + o)) for o in opts)
+            if any(not i for i in ids):
+                raise TraceError(f"needle {x}: an option tokenises to nothing.")
+            branches.append(Branch(x, tuple(q), opts, ids, opts.index(nd.truth), k))
     return Context(torch.cat(parts), segs, needle_tokens, dict(depths or {}), branches)

@@ -3,7 +3,8 @@
 The files are read from the installed ``skimage/data`` folder (the package is located, never imported, as timm's
 class-name files are). Options are the truth and four distractors of the same kind; no distractor is another
 needle's truth, so needles can share one haystack without making a question ambiguous. The needle set is the one
-on which Qwen2.5-Coder-0.5B-Instruct answers with full attention (docs/results-accuracy.md); a needle that the
+on which Qwen2.5-Coder-0.5B-Instruct answers with full attention (docs/results-accuracy.md; ``horse`` is kept as a
+name but left out of the default set: full attention did not answer it in the first grid); a needle that the
 full-attention model does not answer is reported and dropped from the score (:mod:`.grid`).
 """
 
@@ -30,14 +31,16 @@ class Needle:
     truth: str
     distractors: tuple[str, ...]
 
-    def options(self) -> list[str]:
-        """The truth and the distractors in a fixed order per needle (the truth is not always first)."""
+    def options(self, order: int = 0) -> list[str]:
+        """The truth and the distractors in a fixed shuffled order per needle (the truth is not always first),
+        rotated cyclically by ``order``: over ``len(options)`` orders every option is asked at every position once."""
         o = [self.truth, *self.distractors]
         random.Random(self.name).shuffle(o)
-        return o
+        k = order % len(o)
+        return o[k:] + o[:k]
 
-    def question(self) -> str:
-        return QUESTION.format(options=", ".join(self.options()))
+    def question(self, order: int = 0) -> str:
+        return QUESTION.format(options=", ".join(self.options(order)))
 
 
 NEEDLES = {n.name: n for n in (
@@ -50,7 +53,7 @@ NEEDLES = {n.name: n for n in (
     Needle("camera", "camera", ("telescope", "microphone", "lamp", "umbrella")),
     Needle("coins", "coins", ("buttons", "marbles", "keys", "rings")),
 )}
-DEFAULT_NEEDLES = ("chelsea", "coffee", "rocket", "astronaut", "horse")
+DEFAULT_NEEDLES = ("chelsea", "coffee", "rocket", "astronaut", "motorcycle_left")
 
 
 def needle_names(text: str | None) -> list[str]:

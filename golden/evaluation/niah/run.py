@@ -145,7 +145,7 @@ def _run_cell(cfg, lm, ctx, method, settings, layers, engine, matched, progress)
         watch = _NeedleWatch(ctx.needle_tokens[b.needle]) if b.needle in ctx.needle_tokens else None
         q_ids = torch.tensor(b.question_ids)
         q_emb = embed(q_ids).float()
-        lls, em, key_q = {}, None, f"{b.needle}/Q"
+        lls, em, key_q = {}, None, f"{b.key}/Q"
         br = _branch(run)
         br.fractions = dict(prefill_fractions)
         br.matched = None if matched is None else matched.get(key_q)
@@ -163,7 +163,7 @@ def _run_cell(cfg, lm, ctx, method, settings, layers, engine, matched, progress)
             ll = float(q_lp[ids[0]])
             argmax_ok = [int(q_lp.argmax()) == ids[0]]
             if len(ids) > 1:
-                key_o = f"{b.needle}/{opt}"
+                key_o = f"{b.key}/{opt}"
                 bo = _branch(br)
                 bo.fractions = dict(br.fractions)
                 bo.matched = None if matched is None else matched.get(key_o)
@@ -185,13 +185,13 @@ def _run_cell(cfg, lm, ctx, method, settings, layers, engine, matched, progress)
             if oi == b.truth:
                 em = all(argmax_ok)
         _crop_to(cache, P)
-        out["branches"][b.needle] = {
-            "options": list(b.options), "truth": b.options[b.truth], "log_likelihood": lls, "exact_match": em,
+        out["branches"][b.key] = {
+            "needle_name": b.needle, "order": b.order, "options": list(b.options), "truth": b.options[b.truth], "log_likelihood": lls, "exact_match": em,
             "greedy_first_token": tok.decode([int(q_lp.argmax())]), "depth": ctx.depths.get(b.needle),
             "needle": watch.as_dict() if watch is not None else None,
             "seconds": round(time.perf_counter() - t1, 3)}
         if progress:
-            progress(b.needle, time.perf_counter() - t1)
+            progress(b.key, time.perf_counter() - t1)
     loop.online = run
     stages = run.finish()
     out.update({"method": method, "frame_ratio": stages["frame"]["retrieval_ratio"],
