@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from .inputs import dig, load_json, number, section
 
-__all__ = ["Figures", "read_figures_json"]
+__all__ = ["Figures", "read_figures_json", "figures_from_dict"]
 
 
 @dataclass(frozen=True)
@@ -94,8 +94,13 @@ class Figures:
 
 
 def read_figures_json(path) -> Figures:
+    return figures_from_dict(load_json(path, "figures JSON"), path)
+
+
+def figures_from_dict(data: dict, path) -> Figures:
+    """:class:`Figures` from figures.json content already in memory (``vrex report``'s own run); ``path`` names it
+    in the notes and sources."""
     notes = []
-    data = load_json(path, "figures JSON")
     comps = section(data, "components", path, notes, "DRE cycles and power fall back to formulas and Table III")
     values = {}
 

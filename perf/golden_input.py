@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 
 from .inputs import dig, load_json, number, section
 
-__all__ = ["GoldenRun", "MeasuredRatios", "KVMUTraffic", "read_golden_json", "read_golden_jsons", "GOLDEN_METHODS"]
+__all__ = ["GoldenRun", "MeasuredRatios", "KVMUTraffic", "read_golden_json", "read_golden_jsons", "golden_from_dict",
+           "GOLDEN_METHODS"]
 
 # golden method name -> the perf policies whose ratios it measures (stage-wise)
 GOLDEN_METHODS = {
@@ -153,8 +154,12 @@ def _length(stage_entry: dict, session_tokens, path, where: str, notes: list):
 
 
 def read_golden_json(path) -> GoldenRun:
+    return golden_from_dict(load_json(path, "golden JSON"), path)
+
+
+def golden_from_dict(data: dict, path) -> GoldenRun:
+    """:class:`GoldenRun` from a golden report already in memory; ``path`` names it in the notes and sources."""
     notes = []
-    data = load_json(path, "golden JSON")
     methods = section(data, "methods", path, notes, "every retrieval ratio falls back to paper Table II")
     session_tokens = number(dig(data, "trace", "tokens"), 1.0)
     session_tokens = int(session_tokens) if session_tokens else None

@@ -305,6 +305,9 @@ def render_report(data: dict, out: Path) -> Path:
           "HC table in device DRAM behind its own AXI port.", ""]
     if scaled:
         L += [f"Scaling used: {scaled['method']}. Source: {scaled['source']}.", ""]
+    from vrex.perf.system_render import system_markdown
+
+    L += system_markdown(data.get("system"), out)[0]      # the system results of this run's figures, last
     md = "\n".join(L)
     (out / "report.md").write_text(md)
     (out / "index.html").write_text(markdown_to_html(md, f"vrex figures — {meta['config']}"))
@@ -378,5 +381,8 @@ def write_report(cfg, out_dir: Path | None = None, *, workers: int = 2, liberty=
     data = collect_figures(cfg, workers=workers, liberty=liberty, clock_mhz=clock_mhz, transactions=transactions,
                            activity=activity, skip_tools=skip_tools, use_cache=use_cache, progress=progress,
                            fpga=fpga, components=components)
+    from vrex.perf.system_section import system_entry
+
+    data["system"] = system_entry(data, cfg)
     (out / "figures.json").write_text(json.dumps(data, indent=1, default=str) + "\n")
     return render_report(data, out)
