@@ -19,6 +19,8 @@ from pathlib import Path
 
 from vrex.errors import VrexError
 
+from .stopwatch import lap
+
 __all__ = ["StimulusRun", "record_activity"]
 
 
@@ -82,7 +84,8 @@ def record_activity(component: str, cfg, emitted, work: Path, *, transactions: i
                                    p_valid=p_valid, p_ready=p_ready)
     make = bench_for(component)
     kind = stimulus or cfg.technology.activity_stimulus
-    jobs, why = _jobs(cfg, component, kind)
+    with lap("stimulus"):
+        jobs, why = _jobs(cfg, component, kind)
     if jobs is not None:
         bench = make(cfg, n=transactions, seed=seed, p_valid=p_valid, p_ready=p_ready, jobs=jobs)
         used = {"kind": f"trace:{kind}", "requested": kind, "reason": ""}

@@ -191,10 +191,14 @@ def _cmd_report(args) -> int:
     path = write_report(cfg, out, workers=args.jobs, liberty=args.liberty,
                         clock_mhz=args.clock_mhz, transactions=args.transactions, activity=not args.no_activity,
                         use_cache=not args.no_cache, fpga=fpga)
+    from vrex.synth.stopwatch import timing_table
+
+    data = json.loads((path.parent / "figures.json").read_text())
+    print(timing_table(data["meta"]["timing"]))
     print(f"report: {path} (also index.html, figures.json and plots in {path.parent})")
     if not fpga:
         return 0
-    comps = json.loads((path.parent / "figures.json").read_text())["components"]
+    comps = data["components"]
     return _misfit_exit([n for n, r in comps.items() if (r.get("fpga") or {}).get("fits") is False], args.strict)
 
 

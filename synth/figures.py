@@ -32,6 +32,7 @@ from .generic import generic_figures
 from .liberty import LibertyError, resolve_library
 from .scaling import scaling_between
 from .measured import figure_tools, measured_cycles
+from .stopwatch import lap
 from .verilog import emit, flow_source_hash
 
 __all__ = ["FIGURES_VERSION", "component_figures", "figure_tools", "install_hint", "constraint_clock",
@@ -221,11 +222,13 @@ def _library_figures(record, name, cfg, emitted, lib, clock, folder, missing, *,
                 from .activity import record_activity
 
                 say(f"SAIF activity run on Verilator ({n_txn} transactions), then power (OpenSTA)")
-                run = record_activity(name, cfg, emitted, work / "saif_run", transactions=n_txn, stimulus=stimulus,
-                                      p_valid=p_valid, p_ready=p_ready)
-                saif = read_saif(run.saif, emitted.top)
-                text = mapped.netlist.read_text()
-                tcl, coverage = activity_tcl(saif, text, flop_state_nets(text, lib))
+                with lap("saif sim"):
+                    run = record_activity(name, cfg, emitted, work / "saif_run", transactions=n_txn,
+                                          stimulus=stimulus, p_valid=p_valid, p_ready=p_ready)
+                with lap("saif annotation"):
+                    saif = read_saif(run.saif, emitted.top)
+                    text = mapped.netlist.read_text()
+                    tcl, coverage = activity_tcl(saif, text, flop_state_nets(text, lib))
                 power = run_power(mapped, lib, clock, tech, activity_tcl=tcl, tag="saif")
                 record["power_mw"] = _add_memory_power(
                     power, mapped.memories, _saif_rates(saif, mapped.memories, emitted.top), clock, "saif",

@@ -6,6 +6,8 @@ docs/lint.md), no filtering of Verilator's output.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import subprocess
 from dataclasses import dataclass
@@ -14,7 +16,9 @@ from pathlib import Path
 from vrex.errors import ToolFailedError
 from vrex.tools import require
 
-__all__ = ["LintResult", "verilator_lint", "lint_command"]
+from .stopwatch import lap
+
+__all__ = ["LintResult", "verilator_lint", "lint_command", "lint_clean"]
 
 
 @dataclass(frozen=True)
@@ -42,10 +46,30 @@ def verilator_lint(emitted, *, testbench: bool = False) -> LintResult:
     raises, warnings are returned."""
     v = require("verilator")
     log = emitted.directory / ("lint_tb.log" if testbench else "lint.log")
-    proc = subprocess.run(lint_command(emitted, v.path, testbench=testbench), cwd=emitted.directory,
-                          capture_output=True, text=True, timeout=600)
+    with lap("lint"):
+        proc = subprocess.run(lint_command(emitted, v.path, testbench=testbench), cwd=emitted.directory,
+                              capture_output=True, text=True, timeout=600)
     log.write_text(proc.stdout + proc.stderr)
     found = [line for line in (proc.stdout + proc.stderr).splitlines() if re.match(r"%(Warning|Error)", line)]
     if proc.returncode and not found:
         raise ToolFailedError(f"verilator lint crashed on {emitted.verilog} (log: {log})")
     return LintResult(tuple(found), log)
+
+
+def lint_clean(emitted) -> bool:
+    """Whether the design lints clean (:func:`verilator_lint`), read back from ``lint.json`` in the emitted folder
+    when the Verilog, its waivers and Verilator are those it was run on (the report lints each leaf once, and a
+    rerun not at all)."""
+    h = hashlib.sha256(require("verilator").version.encode())
+    for f in (emitted.verilog, emitted.waivers):
+        h.update(f.read_bytes())
+    stamp = emitted.directory / "lint.json"
+    try:
+        saved = json.loads(stamp.read_text())
+        if saved["key"] == h.hexdigest():
+            return saved["clean"]
+    except (FileNotFoundError, json.JSONDecodeError, KeyError):
+        pass
+    result = verilator_lint(emitted)
+    stamp.write_text(json.dumps({"key": h.hexdigest(), "clean": result.clean, "warnings": list(result.warnings)}))
+    return result.clean

@@ -79,12 +79,19 @@ def _label(key) -> str:
 
 def figure_record(component: str, cfg, options: dict, *, cached_only: bool = False) -> dict | None:
     """The job's record: ASIC figures, plus ``"fpga"`` when ``options["fpga"]`` is set (``{"family", "device",
-    "package"}``); ``cached_only`` gives None unless every part is in the cache."""
+    "package"}``) and, with ``options["lint"]``, whether a component synthesised whole lints clean (``lint_clean``);
+    ``cached_only`` gives None unless every part is in the cache."""
     from .figures import component_figures
 
     opts = dict(options)
     fpga = opts.pop("fpga", None)
+    lint = opts.pop("lint", False)
     record = component_figures(component, cfg, cached_only=cached_only, **opts)
+    if record is not None and lint and not record.get("hierarchy"):
+        from .lint import lint_clean
+        from .verilog import emit
+
+        record = {**record, "lint_clean": lint_clean(emit(component, cfg))}
     if record is None or not fpga:
         return record
     from .fpga import fpga_available, fpga_figures
@@ -112,21 +119,36 @@ def _cached(job):
 
 
 def _work(job):
+    """The job's ``(key, record, error, cached)`` and what it spent per tool (:mod:`vrex.synth.stopwatch`)."""
+    from .stopwatch import job_timing, lap
+
     key, component, cfg, options = job
-    hit = _cached(job)
-    if hit is not None:
-        return hit
-    try:
-        return key, figure_record(component, cfg, options), None, False
-    except VrexError as e:
-        return key, None, str(e), False
+    with job_timing() as timing:
+        with lap("cache"):
+            out = _cached(job)
+        if out is None:
+            try:
+                out = key, figure_record(component, cfg, options), None, False
+            except VrexError as e:
+                out = key, None, str(e), False
+    return (*out, dict(timing, cached=out[3]))
 
 
-def run_jobs(jobs: list, workers: int = 2, label: str = "figures", progress: bool = True, cluster=None):
+def _keep(out, timings):
+    """The 4-tuple of a job's result; its timing goes into ``timings`` (a dict keyed by job key) when given."""
+    if timings is not None and len(out) > 4:
+        timings[out[0]] = out[4]
+    return out[:4]
+
+
+def run_jobs(jobs: list, workers: int = 2, label: str = "figures", progress: bool = True, cluster=None,
+             timings: dict | None = None):
     """Yield ``(key, record, error, cached)`` as jobs finish: on ``cluster`` (a :class:`DaskCluster`) when given,
-    else in local worker processes (see the module docstring)."""
+    else in local worker processes (see the module docstring). ``timings``: a dict that receives each job's wall
+    time per tool (``{key: {"wall_s", "tools", "cached"}}``, :mod:`vrex.synth.stopwatch`)."""
     if cluster is not None:
-        yield from _run_dask(jobs, label, progress, cluster)
+        for out in _run_dask(jobs, label, progress, cluster):
+            yield _keep(out, timings)
         return
     bar = Progress(len(jobs), label) if progress and jobs else None
     pool = None
@@ -137,6 +159,7 @@ def run_jobs(jobs: list, workers: int = 2, label: str = "figures", progress: boo
         results = map(_work, jobs)
     try:
         for out in results:
+            out = _keep(out, timings)
             _step(bar, out)
             yield out
     finally:
@@ -145,7 +168,7 @@ def run_jobs(jobs: list, workers: int = 2, label: str = "figures", progress: boo
 
 
 def _step(bar, out) -> None:
-    key, _, error, cached = out
+    key, _, error, cached = out[:4]
     if bar:
         bar.step(_label(key) + (f" FAILED: {error.splitlines()[0]}" if error else ""),
                  "failed" if error else "cached" if cached else "done")
@@ -192,7 +215,7 @@ def _store(record: dict) -> None:
     """Write a record a worker returned (and its FPGA part) into this machine's cache, under the worker's key."""
     from .figures import write_json_atomic
 
-    asic = {k: v for k, v in record.items() if k != "fpga"}
+    asic = {k: v for k, v in record.items() if k not in ("fpga", "lint_clean")}
     for part in (asic, record.get("fpga")):
         rel = ((part or {}).get("meta") or {}).get("cache")
         if rel and not (build_root() / rel).is_file():

@@ -18,10 +18,9 @@ from vrex.tools import find
 from .measured import figure_tools
 from .html import markdown_to_html
 from .text import fmt_value
-from .lint import verilator_lint
 from .paper import CORE_TOTAL, DRE_MEMORY_KB, PAPER_BLOCKS, PAPER_NODE, TABLE_III
 from .parallel import run_jobs
-from .verilog import emit
+from .stopwatch import timing_summary
 
 __all__ = ["write_report", "collect_figures", "render_report", "flat_numbers", "fmt_value"]
 
@@ -45,22 +44,23 @@ def collect_figures(cfg, *, workers: int = 2, liberty=None, clock_mhz=None, tran
         fpga_meta = fpga_settings(cfg, **fpga)
         options["fpga"] = {k: fpga_meta[k] for k in ("family", "device", "package")}
         fpga_meta["tools"] = None if fpga_available() else fpga_tools()
-    records, errors = {}, {}
+    lint_ok = "verilator" not in skip_tools and find("verilator").found
+    options["lint"] = lint_ok          # each component synthesised whole is linted in its own job, once
+    records, errors, timings, linted = {}, {}, {}, {}
+    t0 = time.time()
     # Parts (and glues) of composites first, in parallel; composites then add up their cached records.
     for wave in dependency_waves(names, cfg):
-        for name, record, error, _ in run_jobs([(n, n, cfg, options) for n in wave], workers, "report", progress):
-            if name not in names:
-                if error:
-                    errors[name] = error
-                continue
+        for name, record, error, _ in run_jobs([(n, n, cfg, options) for n in wave], workers, "report", progress,
+                                               timings=timings):
+            if record is not None and "lint_clean" in record:
+                linted[name] = record["lint_clean"]
             if error:
                 errors[name] = error
-            else:
+            elif name in names:
                 records[name] = record
     components = records
-    lint_ok = "verilator" not in skip_tools and find("verilator").found
     for name in components:
-        components[name]["lint_clean"] = (all(verilator_lint(emit(n, cfg)).clean for n in leaf_members(name, cfg))
+        components[name]["lint_clean"] = (all(_linted(n, cfg, linted) for n in leaf_members(name, cfg))
                                           if lint_ok else None)
     tech = cfg.technology
     first = next(iter(components.values()), {})
@@ -77,9 +77,20 @@ def collect_figures(cfg, *, workers: int = 2, liberty=None, clock_mhz=None, tran
                       "dre_memory_kb": DRE_MEMORY_KB, **PAPER_NODE}}
     if fpga_meta:
         meta["fpga"] = fpga_meta
+    meta["timing"] = timing_summary(timings, time.time() - t0, workers)
     from .core_section import core_summary
 
     return {"meta": meta, "components": components, "core": core_summary(components, cfg)}
+
+
+def _linted(name, cfg, linted: dict) -> bool:
+    """Whether leaf ``name`` lints clean: from its job, or (a job that failed) linted here."""
+    if name not in linted:
+        from .lint import lint_clean
+        from .verilog import emit
+
+        linted[name] = lint_clean(emit(name, cfg))
+    return linted[name]
 
 
 def _scaled(rec, key):

@@ -19,6 +19,8 @@ from pathlib import Path
 from vrex.errors import ToolFailedError
 from vrex.tools import find
 
+from .stopwatch import lap
+
 __all__ = ["run_sta", "run_timing", "run_power"]
 
 
@@ -49,8 +51,9 @@ def run_sta(tcl: str, work: Path, name: str) -> str:
     script.write_text(tcl)
     log = Path(work) / f"{name}.log"
     try:
-        proc = subprocess.run([sta.path, "-no_splash", "-exit", script.name], cwd=work, capture_output=True,
-                              text=True, timeout=1800)
+        with lap("sta"):
+            proc = subprocess.run([sta.path, "-no_splash", "-exit", script.name], cwd=work, capture_output=True,
+                                  text=True, timeout=1800)
     except subprocess.TimeoutExpired:
         raise ToolFailedError(f"OpenSTA timed out on {script}") from None
     out = proc.stdout + proc.stderr

@@ -30,6 +30,7 @@ from vrex.paths import build_dir
 from vrex.hdl.registry import get_component
 from vrex.tools import python_packages
 
+from .stopwatch import lap
 from .package import check_folder, package_files, package_source_hash, write_atomic, write_package
 
 __all__ = ["Emitted", "emit", "hdl_source_hash", "flow_source_hash", "top_input_bits", "check_top_width",
@@ -200,13 +201,14 @@ def emit(component: str, cfg, out_dir: str | os.PathLike | None = None, *, force
             pass
     if _holds_lxe(component, cfg) and _dpe_input_bits(cfg) > TOP_INPUT_BITS_LIMIT:
         _too_wide_inside(component, cfg)   # found before a minutes-long elaboration of the edge core
-    dut = spec.build(cfg)
-    check_top_width(component, dut, cfg)   # before anything is written
-    text = _convert(component, dut, spec.top, cfg)
-    d.mkdir(parents=True, exist_ok=True)
-    write_atomic(e.verilog, text)
-    write_atomic(e.filelist, f"{e.verilog.name}\n")
-    write_atomic(d / files["config"], cfg.dump_yaml())
-    write_package(d, component, spec, dut, text, cfg)
-    write_atomic(manifest, json.dumps(meta, indent=2) + "\n")
+    with lap("verilog"):
+        dut = spec.build(cfg)
+        check_top_width(component, dut, cfg)   # before anything is written
+        text = _convert(component, dut, spec.top, cfg)
+        d.mkdir(parents=True, exist_ok=True)
+        write_atomic(e.verilog, text)
+        write_atomic(e.filelist, f"{e.verilog.name}\n")
+        write_atomic(d / files["config"], cfg.dump_yaml())
+        write_package(d, component, spec, dut, text, cfg)
+        write_atomic(manifest, json.dumps(meta, indent=2) + "\n")
     return e

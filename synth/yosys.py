@@ -15,6 +15,8 @@ from pathlib import Path
 from vrex.errors import ToolFailedError
 from vrex.tools import require
 
+from .stopwatch import lap
+
 __all__ = ["run_yosys", "run_yosys_once", "read_stat", "STRUCTURAL_CHECK"]
 
 # No latches and no combinational loops / undriven or multiply-driven nets (`check -assert`).
@@ -32,8 +34,9 @@ def run_yosys(script: str, cwd: Path, name: str, timeout: float = 1800) -> Path:
     (cwd / f"{name}.ys").write_text(script)
     log = cwd / f"{name}.log"
     try:
-        proc = subprocess.run([yosys.path, "-q", "-l", log.name, f"{name}.ys"], cwd=cwd, capture_output=True,
-                              text=True, timeout=timeout)
+        with lap("yosys"):
+            proc = subprocess.run([yosys.path, "-q", "-l", log.name, f"{name}.ys"], cwd=cwd, capture_output=True,
+                                  text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         raise ToolFailedError(f"yosys script {cwd / name}.ys timed out after {timeout:.0f} s") from None
     if proc.returncode:
