@@ -5,7 +5,7 @@ from typing import Callable
 
 from vrex.errors import UsageError
 
-__all__ = ["ComponentSpec", "COMPONENTS", "get_component", "register"]
+__all__ = ["ComponentSpec", "COMPONENTS", "get_component", "register", "parts_of"]
 
 
 @dataclass(frozen=True)
@@ -15,7 +15,7 @@ class ComponentSpec:
     description: str
     build: Callable    # build(cfg) -> wiring.Component
     # Hierarchical figures: part component -> instance count (the part's figures are measured alone and multiplied;
-    # the rest is the glue, synthesised with the parts as blackboxes). None: synthesised whole.
+    # the rest is the glue, synthesised with the parts as blackboxes). None (or parts(cfg) None): synthesised whole.
     parts: Callable | None = None
     glue: str | None = None     # the spec of the composite without its parts (hierarchical figures)
     hidden: bool = False        # parts and glues measured for a composite; not listed by component_names()
@@ -69,9 +69,22 @@ def _load_all():
     register(ComponentSpec("dre", "vrex_dre",
                            "DRE top: HCU + WTU with GQA aggregation + KVMU with its AXI4 masters, control inputs and status "
                            "counters",
-                           DRE.from_config))
+                           DRE.from_config, parts=_dre_parts, glue="dre_glue"))
+    register(ComponentSpec("dre_glue", "vrex_dre_glue", "DRE without HCU, WTU and KVMU (status counters and wiring)",
+                           _glue(DRE.from_config), hidden=True))
 
     _register_lxe()
+
+
+def _dre_parts(cfg):
+    """The DRE's parts for hierarchical figures, or None (synthesised whole) with ``technology.dre_figures: flat``."""
+    return {"hcu": 1, "wtu": 1, "kvmu": 1} if cfg.technology.dre_figures == "hierarchical" else None
+
+
+def parts_of(spec: ComponentSpec, cfg) -> dict | None:
+    """The parts (component -> count) whose figures make up ``spec``'s for ``cfg``, or None when it is synthesised
+    whole."""
+    return None if spec.parts is None else spec.parts(cfg)
 
 
 def _glue(build):

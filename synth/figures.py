@@ -100,11 +100,11 @@ def component_figures(name: str, cfg, *, liberty: str | None = None, clock_mhz: 
     progress
         called with a short description of each step as it starts (the CLI prints it).
     """
-    from vrex.hdl.registry import get_component
+    from vrex.hdl.registry import get_component, parts_of
 
     tech = cfg.technology
     spec = get_component(name)
-    if spec.parts is not None:
+    if parts_of(spec, cfg) is not None:
         from .hierarchy import hierarchical_figures
 
         opts = dict(liberty=liberty, clock_mhz=clock_mhz, require_library=require_library, activity=activity,

@@ -14,6 +14,8 @@ and the composite's figures are the instance counts times the parts' plus the gl
 
 from __future__ import annotations
 
+from vrex.hdl.registry import parts_of
+
 __all__ = ["hierarchical_figures", "dependency_waves", "leaf_members"]
 
 _SUMMED = ("area_um2", "logic_area_um2", "sequential_area_um2", "cells")
@@ -21,7 +23,7 @@ _POWER = ("internal", "switching", "leakage", "total", "memory", "sequential", "
 
 
 def _members(spec, cfg) -> dict:
-    parts = dict(spec.parts(cfg))
+    parts = dict(parts_of(spec, cfg))
     if spec.glue:
         parts[spec.glue] = 1
     return parts
@@ -37,7 +39,7 @@ def dependency_waves(names: list[str], cfg) -> list[list[str]]:
         if n in depth:
             return depth[n]
         spec = get_component(n)
-        depth[n] = 0 if spec.parts is None else 1 + max(visit(p) for p in _members(spec, cfg))
+        depth[n] = 0 if parts_of(spec, cfg) is None else 1 + max(visit(p) for p in _members(spec, cfg))
         return depth[n]
 
     for n in names:
@@ -50,7 +52,7 @@ def leaf_members(name: str, cfg) -> list[str]:
     from vrex.hdl.registry import get_component
 
     spec = get_component(name)
-    if spec.parts is None:
+    if parts_of(spec, cfg) is None:
         return [name]
     return sorted({leaf for p in _members(spec, cfg) for leaf in leaf_members(p, cfg)})
 

@@ -27,7 +27,7 @@ from amaranth.lib import wiring
 from vrex import __version__
 from vrex.errors import UsageError
 from vrex.paths import build_dir
-from vrex.hdl.registry import get_component
+from vrex.hdl.registry import get_component, parts_of
 from vrex.tools import python_packages
 
 from .stopwatch import lap
@@ -156,8 +156,8 @@ def _dpe_input_bits(cfg) -> int:
 def _holds_lxe(component: str, cfg) -> bool:
     """Whether ``component`` contains the LXE among its (transitive) hierarchical parts, so its DPE's input stream
     is an internal value whatever its own ports are."""
-    parts = get_component(component).parts
-    return bool(parts) and any(p == "lxe" or _holds_lxe(p, cfg) for p in parts(cfg))
+    parts = parts_of(get_component(component), cfg)
+    return bool(parts) and any(p == "lxe" or _holds_lxe(p, cfg) for p in parts)
 
 
 def _too_wide_inside(component: str, cfg):

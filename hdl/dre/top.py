@@ -1,4 +1,8 @@
-"""DRE top: the HCU, the WTU (with its GQA aggregation) and the KVMU behind one component, with control and status."""
+"""DRE top: the HCU, the WTU (with its GQA aggregation) and the KVMU behind one component, with control and status.
+
+With ``external=True`` the component is the DRE's *glue* (its status counters and the wiring): the HCU, WTU and
+KVMU become ports (``hcu``, ``wtu``, ``kvmu``) for hierarchical figures (hdl/lxe/parts.py, docs/figures.md).
+"""
 
 from amaranth import Module, Mux, Signal, Value
 from amaranth.lib import wiring
@@ -8,6 +12,7 @@ from vrex.hdl.dre.hcu import HCU
 from vrex.hdl.dre.kvmu import KVMU, KVMU_COUNTERS
 from vrex.hdl.dre.kvmu.axi import axi4_signature, connect_port, drive_constants
 from vrex.hdl.dre.wtu.linear import WTU
+from vrex.hdl.unused import silence_unused
 
 __all__ = ["DRE", "DRE_COUNTERS"]
 
@@ -70,11 +75,12 @@ class DRE(wiring.Component):
     group masks (positions of the candidate list) into its cluster masks (cluster ids), both HC-table lookups.
     """
 
-    def __init__(self, cfg, *, constant_fields: bool = True):
+    def __init__(self, cfg, *, constant_fields: bool = True, external: bool = False):
         """``constant_fields`` False leaves the AXI fields the KVMU ties (IDs, sizes, bursts, ``bready``, the data
         ports' strobes) out of ``dev``, ``host`` and ``tbl``, for a parent that ties them at its own ports (the core
-        top: a submodule's constant outputs would leave unused wires behind)."""
-        self._constant_fields = constant_fields
+        top: a submodule's constant outputs would leave unused wires behind). ``external``: the glue (module
+        docstring)."""
+        self._constant_fields, self.external = constant_fields, external
         self._hcu = HCU.from_config(cfg)
         self._wtu = WTU.from_config(cfg)
         self._kvmu = KVMU.from_config(cfg, constant_fields=False)
@@ -93,11 +99,19 @@ class DRE(wiring.Component):
             "threshold": h["threshold"], "clear": In(1), "status": Out(wiring.Signature(status)),
         }
         members.update({name: w[name] for name in ("ratio", "k") if name in w})
+        if external:
+            for name, sub in self._subs.items():
+                members[name] = In(sub.signature)
+                silence_unused(sub)               # built for its signature only: the glue leaves it out
         super().__init__(members)
 
+    @property
+    def _subs(self) -> dict:
+        return {"hcu": self._hcu, "wtu": self._wtu, "kvmu": self._kvmu}
+
     @classmethod
-    def from_config(cls, cfg, *, constant_fields: bool = True):
-        return cls(cfg, constant_fields=constant_fields)
+    def from_config(cls, cfg, *, constant_fields: bool = True, external: bool = False):
+        return cls(cfg, constant_fields=constant_fields, external=external)
 
     @staticmethod
     def _axi_widths(cfg):
@@ -106,13 +120,16 @@ class DRE(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.hcu = hcu = self._hcu
-        m.submodules.wtu = wtu = self._wtu
-        m.submodules.kvmu = kvmu = self._kvmu
+        if self.external:
+            hcu, wtu, kvmu = (wiring.flipped(getattr(self, n)) for n in ("hcu", "wtu", "kvmu"))
+        else:
+            m.submodules.hcu = hcu = self._hcu
+            m.submodules.wtu = wtu = self._wtu
+            m.submodules.kvmu = kvmu = self._kvmu
         for name in ("ctrl", "tokens", "masks"):
             wiring.connect(m, wiring.flipped(getattr(self, f"kvmu_{name}")), getattr(kvmu, name))
         wiring.connect(m, kvmu.resp, wiring.flipped(self.kvmu_resp))
-        g = kvmu.geometry
+        g = self._kvmu.geometry
         for port in ("dev", "host", "tbl"):     # constant fields are tied here, the rest passes through
             connect_port(m, getattr(kvmu, port), getattr(self, port))
             if self._constant_fields:

@@ -36,6 +36,10 @@ class TechnologyConfig(_Section):
     activity_max_cycles: int = param(
         20000, "Cycle cap of the SAIF power run (a longer stimulus is cut; outputs seen so far are still checked).",
         min=100)
+    dre_figures: Literal["hierarchical", "flat"] = param(
+        "hierarchical", "How the DRE's figures are measured: hierarchical (the HCU, WTU and KVMU records, each "
+                        "synthesised alone, plus the DRE's glue: counters and wiring) or flat (the DRE top synthesised "
+                        "whole; slower). The RTL is the same either way.", omit_from_hash_at="hierarchical")
     synth_effort: Literal["fast", "full"] = param(
         "fast", "ABC effort of the library mapping: fast (strash, dc2, map, then buffering and sizing) or full "
                 "(Yosys's default script with SAT sweeping and choices; ~50x slower on the WTU).")
