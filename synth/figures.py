@@ -110,7 +110,9 @@ def component_figures(name: str, cfg, *, liberty: str | None = None, clock_mhz: 
         opts = dict(liberty=liberty, clock_mhz=clock_mhz, require_library=require_library, activity=activity,
                     transactions=transactions, stimulus=stimulus, p_valid=p_valid, p_ready=p_ready,
                     use_cache=use_cache, skip_tools=skip_tools)
-        return hierarchical_figures(name, cfg, spec, lambda part: component_figures(part, cfg, **opts))
+        return hierarchical_figures(name, cfg, spec,
+                                    lambda part: component_figures(part, cfg, cached_only=cached_only, **opts),
+                                    cached_only=cached_only)
     lib_spec = liberty or tech.liberty
     n_txn = int(transactions or tech.activity_transactions)
     say = progress or (lambda what: None)

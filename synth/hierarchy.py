@@ -70,14 +70,17 @@ def _power_sum(records, key, fallback=None):
     return total, sources
 
 
-def hierarchical_figures(name, cfg, spec, figures_of) -> dict:
-    """The composite record of ``name`` from ``figures_of(component)`` records of its parts and glue."""
+def hierarchical_figures(name, cfg, spec, figures_of, *, cached_only: bool = False) -> dict | None:
+    """The composite record of ``name`` from ``figures_of(component)`` records of its parts and glue (None when one
+    is None: with ``cached_only``, a part or the cycle figures not in the cache yet)."""
     from vrex.paths import git_revision
 
-    from .measured import figure_tools, measured_cycles
+    from .measured import NOT_CACHED, figure_tools, measured_cycles
 
     members = _members(spec, cfg)
     recs = {p: figures_of(p) for p in members}
+    if any(r is None for r in recs.values()):
+        return None
     pairs = [(recs[p], c) for p, c in members.items()]
     missing = {f"{p}.{k}": v for p, r in recs.items() for k, v in r.get("missing", {}).items() if k != "cycles"}
     record = {"component": name, "top": spec.top, "description": spec.description, "config": cfg.name,
@@ -144,6 +147,8 @@ def hierarchical_figures(name, cfg, spec, figures_of) -> dict:
         missing.setdefault("scaled", "a part has no scaled figures")
     record["lint_clean"] = all(r.get("lint_clean") is not False for r, _ in pairs) if all(
         r.get("lint_clean") is not None for r, _ in pairs) else None
-    record["cycles"] = measured_cycles(name, cfg, missing)
+    record["cycles"] = measured_cycles(name, cfg, missing, cached_only=cached_only)
+    if record["cycles"] is NOT_CACHED:
+        return None
     record["meta"] = {"git": git_revision(), "tools": figure_tools(), "hierarchical": True}
     return record

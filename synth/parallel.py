@@ -29,7 +29,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from vrex.errors import ToolMissingError, UsageError, VrexError
 from vrex.paths import build_root
 
-__all__ = ["run_jobs", "Progress", "DaskCluster", "figure_record", "CONNECT_TIMEOUT_S"]
+__all__ = ["run_jobs", "worker_pool", "Progress", "DaskCluster", "figure_record", "CONNECT_TIMEOUT_S"]
 
 CONNECT_TIMEOUT_S = 10
 
@@ -141,19 +141,30 @@ def _keep(out, timings):
     return out[:4]
 
 
+def worker_pool(workers: int) -> ProcessPoolExecutor | None:
+    """A pool of ``workers`` spawned worker processes for several :func:`run_jobs` calls (``vrex report``'s
+    dependency waves share one, so each worker imports the flows and asks the tools' versions once); None for
+    ``workers <= 1``. The caller shuts it down."""
+    if workers <= 1:
+        return None
+    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+
+
 def run_jobs(jobs: list, workers: int = 2, label: str = "figures", progress: bool = True, cluster=None,
-             timings: dict | None = None):
+             timings: dict | None = None, pool: ProcessPoolExecutor | None = None):
     """Yield ``(key, record, error, cached)`` as jobs finish: on ``cluster`` (a :class:`DaskCluster`) when given,
-    else in local worker processes (see the module docstring). ``timings``: a dict that receives each job's wall
-    time per tool (``{key: {"wall_s", "tools", "cached"}}``, :mod:`vrex.synth.stopwatch`)."""
+    else in local worker processes (see the module docstring), those of ``pool`` when given (:func:`worker_pool`).
+    ``timings``: a dict that receives each job's wall time per tool (``{key: {"wall_s", "tools", "cached"}}``,
+    :mod:`vrex.synth.stopwatch`)."""
     if cluster is not None:
         for out in _run_dask(jobs, label, progress, cluster):
             yield _keep(out, timings)
         return
     bar = Progress(len(jobs), label) if progress and jobs else None
-    pool = None
-    if workers > 1 and len(jobs) > 1:
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+    own = None
+    if pool is None and workers > 1 and len(jobs) > 1:
+        pool = own = worker_pool(workers)
+    if pool is not None:
         results = (f.result() for f in as_completed([pool.submit(_work, j) for j in jobs]))
     else:
         results = map(_work, jobs)
@@ -163,8 +174,8 @@ def run_jobs(jobs: list, workers: int = 2, label: str = "figures", progress: boo
             _step(bar, out)
             yield out
     finally:
-        if pool is not None:
-            pool.shutdown(cancel_futures=True)
+        if own is not None:
+            own.shutdown(cancel_futures=True)
 
 
 def _step(bar, out) -> None:

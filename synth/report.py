@@ -19,7 +19,7 @@ from .measured import figure_tools
 from .html import markdown_to_html
 from .text import fmt_value
 from .paper import CORE_TOTAL, DRE_MEMORY_KB, PAPER_BLOCKS, PAPER_NODE, TABLE_III
-from .parallel import run_jobs
+from .parallel import run_jobs, worker_pool
 from .stopwatch import timing_summary
 
 __all__ = ["write_report", "collect_figures", "render_report", "flat_numbers", "fmt_value"]
@@ -48,16 +48,21 @@ def collect_figures(cfg, *, workers: int = 2, liberty=None, clock_mhz=None, tran
     options["lint"] = lint_ok          # each component synthesised whole is linted in its own job, once
     records, errors, timings, linted = {}, {}, {}, {}
     t0 = time.time()
-    # Parts (and glues) of composites first, in parallel; composites then add up their cached records.
-    for wave in dependency_waves(names, cfg):
-        for name, record, error, _ in run_jobs([(n, n, cfg, options) for n in wave], workers, "report", progress,
-                                               timings=timings):
-            if record is not None and "lint_clean" in record:
-                linted[name] = record["lint_clean"]
-            if error:
-                errors[name] = error
-            elif name in names:
-                records[name] = record
+    pool = worker_pool(workers)
+    try:
+        # Parts (and glues) of composites first, in parallel; composites then add up their cached records.
+        for wave in dependency_waves(names, cfg):
+            for name, record, error, _ in run_jobs([(n, n, cfg, options) for n in wave], workers, "report", progress,
+                                                   timings=timings, pool=pool):
+                if record is not None and "lint_clean" in record:
+                    linted[name] = record["lint_clean"]
+                if error:
+                    errors[name] = error
+                elif name in names:
+                    records[name] = record
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
     components = records
     for name in components:
         components[name]["lint_clean"] = (all(_linted(n, cfg, linted) for n in leaf_members(name, cfg))

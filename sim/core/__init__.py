@@ -8,7 +8,7 @@ from .run import run_bench
 __all__ = ["CoreBench", "make_bench", "sram_layout", "run_bench", "measure_cycles"]
 
 
-def measure_cycles(cfg) -> dict:
+def measure_cycles(cfg, *, cycles_of=None) -> dict:
     from .cycles import measure_cycles as measure
 
-    return measure(cfg)
+    return measure(cfg, cycles_of=cycles_of)

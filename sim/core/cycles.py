@@ -38,14 +38,16 @@ def retrieval_path_cycles(cfg, steps: int = 12, seed: int = 1) -> dict:
             "tokens_per_step": cfg.model.tokens_per_frame}
 
 
-def measure_cycles(cfg) -> dict:
+def measure_cycles(cfg, *, cycles_of=None) -> dict:
     """The core's cycle figures: the LXE's (DPE / VPE utilisation on a decoder layer) and the DRE's; the retrieval
     path's cycles per step are :func:`retrieval_path_cycles` on the tiny core cases (docs/results-rtl.md, V-Rex
-    core), not part of this record (``retrieval_path_missing`` says so)."""
+    core), not part of this record (``retrieval_path_missing`` says so). ``cycles_of(part)``: the LXE's and DRE's
+    figures measured already (the figures flow's), else they are measured here."""
     from vrex.sim.dre import top as dre_bench
     from ..lxe import lxe as lxe_bench
 
-    lxe, dre = lxe_bench.measure_cycles(cfg), dre_bench.measure_cycles(cfg)
+    lxe, dre = (cycles_of(p) for p in ("lxe", "dre")) if cycles_of else (lxe_bench.measure_cycles(cfg),
+                                                                         dre_bench.measure_cycles(cfg))
     return {"component": "core", "config": cfg.name, "config_hash": cfg.hash(),
             "dpe_efficiency": lxe["dpe_efficiency"], "vpe_efficiency": lxe["vpe_efficiency"],
             "dpe_retrieval_efficiency": lxe["dpe_retrieval_efficiency"], "lxe": lxe, "dre": dre,

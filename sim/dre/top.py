@@ -85,10 +85,12 @@ def make_bench(cfg, *, n: int = 200, seed: int = 1, p_valid: float = 0.7, p_read
         p_valid=p_valid, p_ready=p_ready, seed=seed, max_cycles=hb.cycle_budget() + wb.cycle_budget())
 
 
-def measure_cycles(cfg) -> dict:
+def measure_cycles(cfg, *, cycles_of=None) -> dict:
     """The blocks' cycle figures: the DRE top re-exports the HCU and WTU streams and adds no cycle
-    (tests/dre/test_dre.py checks that every handshake of a no-stall DRE run lands on the cycle of the block run)."""
-    hcu, wtu = hcu_bench.measure_cycles(cfg), wtu_bench.measure_cycles(cfg)
+    (tests/dre/test_dre.py checks that every handshake of a no-stall DRE run lands on the cycle of the block run).
+    ``cycles_of(part)``: the part's figures measured already (the figures flow's), else they are measured here."""
+    hcu, wtu = (cycles_of(p) for p in ("hcu", "wtu")) if cycles_of else (hcu_bench.measure_cycles(cfg),
+                                                                          wtu_bench.measure_cycles(cfg))
     return {"component": "dre", "config": cfg.name, "config_hash": cfg.hash(),
             "per_token": hcu["per_token"], "per_row": wtu["per_row"], "mean_passes": wtu.get("mean_passes"),
             "added_latency_cycles": 0, "hcu": hcu, "wtu": wtu,
