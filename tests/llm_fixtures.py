@@ -35,18 +35,24 @@ def tokenizer():
     return fast
 
 
-def save_tiny_llm(folder: Path, *, layers: int = 2, context: int = 512, seed: int = 0) -> Path:
-    """Write the tiny model and tokenizer to ``folder`` (once) and return it."""
-    from transformers import LlamaConfig, LlamaForCausalLM
+def save_tiny_llm(folder: Path, *, layers: int = 2, context: int = 512, seed: int = 0,
+                  sliding_window: int | None = None) -> Path:
+    """Write the tiny model and tokenizer to ``folder`` (once) and return it. With ``sliding_window`` the model is
+    a Gemma 3 whose first layer attends that many tokens (the others the whole context), as Gemma 3 270M's."""
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig, LlamaConfig, LlamaForCausalLM
 
     if (folder / "config.json").is_file():
         return folder
     tok = tokenizer()
-    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=layers,
-                      num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=context,
-                      eos_token_id=tok.eos_token_id, pad_token_id=tok.eos_token_id, tie_word_embeddings=True)
+    shape = dict(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=layers,
+                 num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=context,
+                 eos_token_id=tok.eos_token_id, pad_token_id=tok.eos_token_id, tie_word_embeddings=True)
     torch.manual_seed(seed)
-    model = LlamaForCausalLM(cfg)
+    if sliding_window is None:
+        model = LlamaForCausalLM(LlamaConfig(**shape))
+    else:
+        types = ["sliding_attention"] + ["full_attention"] * (layers - 1)
+        model = Gemma3ForCausalLM(Gemma3TextConfig(**shape, sliding_window=sliding_window, layer_types=types))
     folder.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(folder))
     tok.save_pretrained(str(folder))

@@ -178,6 +178,16 @@ def test_branching_from_the_cached_haystack_equals_running_the_whole_context(tin
         assert got["branches"][b.key]["log_likelihood"] == _unbranched_lls(cfg, lm, ctx, b, "resv")
 
 
+def test_branching_equals_the_whole_context_on_a_sliding_window_model(tmp_path):
+    """Gemma 3's sliding-window layers drop old keys; a branch's crop must roll back to the branch point anyway."""
+    folder = llm_fixtures.save_tiny_llm(tmp_path / "sliding", context=1024, sliding_window=32)
+    cfg, lm = llm_fixtures.tiny_cfg(**{"resv.recent_window_tokens": WINDOW}), load_model(str(folder), cache=False)
+    _, ctx = _context(lm)
+    got = run_cell(cfg, lm, ctx, "resv", BaselineSettings())
+    b = ctx.branches[1]
+    assert got["branches"][b.key]["log_likelihood"] == _unbranched_lls(cfg, lm, ctx, b, "resv")
+
+
 class _Nothing(RetrievalPolicy):
     name = "nothing"
 

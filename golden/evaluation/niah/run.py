@@ -5,7 +5,8 @@ attention at every retrieval layer, as ``vrex golden --e2e`` does (:mod:`vrex.go
 attention function, the same :class:`~vrex.golden.resv.online.OnlineRun`). Each needle's question is then a
 *branch* from the cached state after the haystack, and each option a branch from the state after its question:
 
-- the model's KV cache is cropped back to the branch point after a branch (``DynamicCache.crop``);
+- the model's KV cache is put back to the branch point after a branch (its layers' tensors are kept by reference:
+  :func:`_checkpoint`; a crop cannot roll back a sliding-window layer);
 - the method's state is a deep copy of the run at the branch point, except the Q/K/V buffers, which the branches
   share: a branch writes only positions after the branch point and reads only up to its current step, and the
   branches run one after the other;
@@ -89,11 +90,18 @@ def _advance(model, embeds: torch.Tensor, steps, cache, loop) -> torch.Tensor:
     return torch.log_softmax(r.logits[0, -1].double(), -1)
 
 
-def _crop_to(cache, length: int) -> None:
-    """Drop the cached tokens after the first ``length`` (transformers 5: ``crop(-n)`` removes ``n`` tokens)."""
-    n = cache.get_seq_length() - length
-    if n > 0:
-        cache.crop(-n)
+def _checkpoint(cache) -> list[dict]:
+    """The cache at a branch point: each layer's attributes (a shallow copy). A layer's ``update`` concatenates into
+    new tensors and never writes the old ones, so holding the references keeps the state exactly, at no cost; a
+    sliding-window layer (Gemma 3), which drops its oldest keys as it goes and cannot be cropped back, included."""
+    return [dict(vars(layer)) for layer in cache.layers]
+
+
+def _restore(cache, saved: list[dict]) -> None:
+    """Put the cache back to a :func:`_checkpoint`."""
+    for layer, state in zip(cache.layers, saved):
+        vars(layer).clear()
+        vars(layer).update(state)
 
 
 def option_scores(ll: dict, ref: dict) -> dict:
@@ -137,7 +145,7 @@ def _run_cell(cfg, lm, ctx, method, settings, layers, engine, matched, progress)
     prefill_s = time.perf_counter() - t0
     if progress:
         progress("prefill", prefill_s)
-    P = ctx.tokens
+    at_prefix = _checkpoint(cache)
     prefill_fractions = dict(run.fractions)
     out = {"branches": {}, "fractions": {"prefill": prefill_fractions}}
     for b in ctx.branches:
@@ -158,7 +166,7 @@ def _run_cell(cfg, lm, ctx, method, settings, layers, engine, matched, progress)
             q_lp = _advance(model, emb, [br.steps[len(prefix_steps)]], cache, loop)
         if method == "resv" or matched is None:
             out["fractions"][key_q] = dict(br.fractions)
-        after_q = P + len(q_ids)
+        after_q = _checkpoint(cache)
         for oi, (opt, ids) in enumerate(zip(b.options, b.option_ids)):
             ll = float(q_lp[ids[0]])
             argmax_ok = [int(q_lp.argmax()) == ids[0]]
@@ -180,11 +188,11 @@ def _run_cell(cfg, lm, ctx, method, settings, layers, engine, matched, progress)
                     argmax_ok.append(int(lp[j].argmax()) == nxt)
                 if method == "resv" or matched is None:
                     out["fractions"][key_o] = dict(bo.fractions)
-                _crop_to(cache, after_q)
+                _restore(cache, after_q)
             lls[opt] = ll
             if oi == b.truth:
                 em = all(argmax_ok)
-        _crop_to(cache, P)
+        _restore(cache, at_prefix)
         out["branches"][b.key] = {
             "needle_name": b.needle, "order": b.order, "options": list(b.options), "truth": b.options[b.truth], "log_likelihood": lls, "exact_match": em,
             "greedy_first_token": tok.decode([int(q_lp.argmax())]), "depth": ctx.depths.get(b.needle),

