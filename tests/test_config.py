@@ -10,7 +10,7 @@ from vrex.config import Config, ConfigError, builtin_config_names, field_docs, l
 
 
 def test_builtin_configs_load_and_differ():
-    assert builtin_config_names() == ["edge", "qwen05", "server", "smollm2", "tiny"]
+    assert builtin_config_names() == ["edge", "gemma3", "qwen05", "server", "smollm2", "tiny"]
     hashes = {n: load_config(n).hash() for n in builtin_config_names()}
     assert len(set(hashes.values())) == len(hashes)
 
@@ -129,7 +129,7 @@ def test_empty_config_on_the_command_line_writes_nothing(tmp_path, capsys):
 def test_missing_file_and_unknown_name():
     with pytest.raises(ConfigError, match=r"no such file"):
         load_config("does/not/exist.yaml")
-    with pytest.raises(ConfigError, match=r"neither a file nor a built-in config; built-in names are edge, qwen05, server, smollm2, tiny"):
+    with pytest.raises(ConfigError, match=r"neither a file nor a built-in config; built-in names are edge, gemma3, qwen05, server, smollm2, tiny"):
         load_config("nosuchname")
 
 
