@@ -44,13 +44,14 @@ def heat_maps(agg: dict, spec, out: Path) -> Path:
     plt = _plt()
     methods = list(agg["methods"])
     fig, axes = plt.subplots(1, len(methods), figsize=(2.6 * len(methods) + 1, 3.2), squeeze=False)
-    for ax, m in zip(axes[0], methods):
+    for k, (ax, m) in enumerate(zip(axes[0], methods)):
         cells = agg["methods"][m]["niah"]["cells"]
         grid = [[cells.get(f"{L}/{d:g}", {}).get("accuracy", float("nan")) for L in spec.lengths]
                 for d in spec.depths]
         im = ax.imshow(grid, vmin=0, vmax=1, cmap="RdYlGn", aspect="auto", origin="upper")
         ax.set_xticks(range(len(spec.lengths)), [f"{L // 1024}K" if L % 1024 == 0 else str(L) for L in spec.lengths])
         ax.set_yticks(range(len(spec.depths)), [f"{100 * d:.0f}%" for d in spec.depths])
+        ax.tick_params(labelleft=k == 0)                 # the depths once, on the first map
         for i, d in enumerate(spec.depths):
             for j, L in enumerate(spec.lengths):
                 c = cells.get(f"{L}/{d:g}")
@@ -68,17 +69,21 @@ def heat_maps(agg: dict, spec, out: Path) -> Path:
 
 
 def accuracy_vs_traffic(agg: dict, out: Path) -> Path:
-    """Accuracy against the frame-stage retrieval ratio (the traffic), one point per method."""
+    """Accuracy against the traffic, one colour per method: the frame-stage retrieval ratio (circle) and the
+    text-stage one (triangle) at the method's accuracy."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(4.6, 3.4))
-    for m, r in agg["methods"].items():
+    for i, (m, r) in enumerate(agg["methods"].items()):
         n = r["niah"]
-        x = n["ratio"]["frame"]
-        if n["accuracy"] is None or x is None:
+        if n["accuracy"] is None:
             continue
-        ax.scatter([100 * x], [100 * n["accuracy"]])
-        ax.annotate(m, (100 * x, 100 * n["accuracy"]), textcoords="offset points", xytext=(4, 3), fontsize=8)
-    ax.set_xlabel("frame KV fetched (% of offloaded)")
+        y = 100 * n["accuracy"]
+        for stage, marker in (("frame", "o"), ("text", "^")):
+            x = n["ratio"][stage]
+            if x is not None:
+                ax.scatter([100 * x], [y], marker=marker, color=f"C{i}", label=m if stage == "frame" else None)
+    ax.legend(fontsize=7, title="o frame, ^ text", title_fontsize=7, loc="lower right")
+    ax.set_xlabel("KV fetched (% of offloaded)")
     ax.set_ylabel("needle accuracy (%)")
     ax.set_xlim(-2, 105)
     ax.set_ylim(-2, 105)
