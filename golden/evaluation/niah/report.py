@@ -82,7 +82,8 @@ def accuracy_vs_traffic(agg: dict, out: Path) -> Path:
             x = n["ratio"][stage]
             if x is not None:
                 ax.scatter([100 * x], [y], marker=marker, color=f"C{i}", label=m if stage == "frame" else None)
-    ax.legend(fontsize=7, title="o frame, ^ text", title_fontsize=7, loc="lower right")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7, title="o frame, ^ text", title_fontsize=7, loc="lower right")
     ax.set_xlabel("KV fetched (% of offloaded)")
     ax.set_ylabel("needle accuracy (%)")
     ax.set_xlim(-2, 105)
