@@ -32,8 +32,8 @@ def test_added_keys_at_their_old_behaviour_leave_the_hash_alone():
         assert cfg.hash() == _hash_without_added_keys(cfg), name
     edge = load_config("edge")
     moved = {edge.with_overrides({k: v}).hash() for k, v in (("resv.threshold_mass", "row"),
-                                                            ("resv.row_mass_p", 0.9),
-                                                            ("resv.text_row_mass_p", 0.9),
+                                                            ("resv.row_mass_p", 0.8),
+                                                            ("resv.text_row_mass_p", 0.8),
                                                             ("dre.wtu.resident_sum_bits", 30))}
     assert len(moved) == 4 and edge.hash() not in moved
 
