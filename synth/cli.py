@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 from vrex.cli import add_config_option, load_config_arg
 from vrex.errors import input_file, output_file, output_folder, positive_int

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 

@@ -112,7 +112,7 @@ def build_fsm(seq, m, s):
 
     T_cmd = cmd.tokens
     t_tok = tb + a_idx                                  # token (within the step) of the current assignment
-    tok = next_tok = s.next_tok
+    next_tok = s.next_tok
     cur_tok = Signal(s.TB + 2, name="cur_token")
     m.d.comb += cur_tok.eq(next_tok + t_tok)
 
