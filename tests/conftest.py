@@ -59,3 +59,43 @@ def work_dir(request):
 def simulators():
     """Simulators for cocotb tests: $SIMS (comma-separated) or both."""
     return [s for s in os.environ.get("SIMS", "verilator,icarus").split(",") if s]
+
+
+# --- longest tests first -------------------------------------------------------------------------------------------
+# pytest-xdist hands tests out in collection order, so a minutes-long test collected last leaves the other worker idle
+# at the end of the run. tests/durations.json holds measured seconds of the long tests (scripts/test_durations.py
+# writes it from a `pytest --durations` log); they are scheduled first, longest first, and every other test keeps
+# its place after them. A test that uses a module-scoped fixture moves with its whole module, so the fixture is set
+# up once per worker as before. Unknown or renamed tests simply keep their collection order.
+DURATIONS_FILE = os.path.join(os.path.dirname(__file__), "durations.json")
+
+
+def _known_durations() -> dict:
+    import json
+
+    try:
+        with open(DURATIONS_FILE) as f:
+            return json.load(f)["seconds"]
+    except (OSError, ValueError, KeyError):
+        return {}
+
+
+def _block(item) -> str:
+    """The unit that moves: the item, or its module when it uses a module-scoped fixture."""
+    info = getattr(item, "_fixtureinfo", None)
+    for defs in (info.name2fixturedefs.values() if info else ()):
+        if any(d.scope == "module" for d in defs):
+            return item.nodeid.split("::")[0]
+    return item.nodeid
+
+
+def pytest_collection_modifyitems(session, config, items):
+    seconds = _known_durations()
+    if not seconds:
+        return
+    blocks: dict[str, list] = {}
+    for item in items:
+        blocks.setdefault(_block(item), []).append(item)
+    key = {b: max(seconds.get(i.nodeid, 0.0) for i in its) for b, its in blocks.items()}
+    order = sorted(blocks, key=lambda b: -key[b])        # stable: equal keys (0 = unknown) keep collection order
+    items[:] = [i for b in order for i in blocks[b]]
