@@ -75,6 +75,13 @@ def _load_all():
 
     _register_lxe()
 
+    from vrex.hdl.core.resident_mass import ResidentMass
+
+    register(ComponentSpec("resident_mass", "vrex_resident_mass",
+                           "Resident-mass unit: per row of resident-key scores, the WTU's row-mode resident input "
+                           "(max and saturated bin-mass total, one pass with circular bin accumulators)",
+                           ResidentMass.from_config))
+
 
 def _dre_parts(cfg):
     """The DRE's parts for hierarchical figures, or None (synthesised whole) with ``technology.dre_figures: flat``."""

@@ -25,6 +25,7 @@ BENCH_MODULES = {
     "vpe_lane": "vrex.sim.lxe.vpe_lane",
     "lxe": "vrex.sim.lxe.lxe",
     "core": "vrex.sim.core",
+    "resident_mass": "vrex.sim.core.resident_mass",
 }
 
 

@@ -199,5 +199,39 @@ CORE_CASES = [
     Case("core-tiny-exp2", "tiny", {**_KVMU_SMALL, **EXP2, "resv.recent_window_tokens": 8,
                                     "dre.kvmu.device_capacity_bytes": 32768 + 4 * 33 * 64, "perf.kv_sizes": [128],
                                     "lxe.dpe_read_stages": 0}),
+    # between tiny and edge for the retrieval-path cycle model (vrex.sim.core.cycle_model): head_dim 32 (four DPE
+    # beats per head vector), 8 DPE trees and VPE lanes (12-bit codes: two hash passes, the second with 4 zero
+    # trees; three HCU slices), 8-candidate score groups
+    Case("core-medium", "tiny", {**_KVMU_SMALL, "resv.recent_window_tokens": 8, "model.head_dim": 32,
+                                 "model.hidden": 128, "lxe.dpe_trees": 8, "lxe.vpe_lanes": 8,
+                                 "resv.hash_bits": 12, "dre.hcu.bits_per_cycle": 4,
+                                 "dre.hcu.code_memory_bytes": 48, "dre.hcu.current_memory_bytes": 12,
+                                 "dre.kvmu.device_capacity_bytes": 32768 + 4 * 33 * 128, "perf.kv_sizes": [128],
+                                 "core.memory_bank_bits": 48, "lxe.dpe_read_stages": 2}),
+    # the short-window core with a slow HCU (1 code bit per cycle, no early exit): the sequencer waits for its
+    # assignments, so the cycle model's HCU timing is checked against the RTL
+    Case("core-tiny-slow-hcu", "tiny", {**_KVMU_SMALL, "resv.recent_window_tokens": 8,
+                                        "dre.kvmu.device_capacity_bytes": 32768 + 4 * 33 * 64, "perf.kv_sizes": [128],
+                                        "core.memory_bank_bits": 48, "lxe.dpe_read_stages": 2,
+                                        "dre.hcu.bits_per_cycle": 1, "dre.hcu.early_exit": False}),
 ]
 __all__ += ["CORE_CASES"]
+# Resident-mass unit (hdl/core/resident_mass.py; the WTU's score format and resident-sum width): tiny (4 lanes,
+# 8 bins, a 24-bit sum: 38-bit accumulators in two segments); 3 lanes, 5 bins of 4 octaves (8 slots), a one-entry
+# LUT, a 10-bit sum and no optional pipeline register; one lane, 3 bins of 1 octave, 5-bit mantissas, a 6-bit sum
+# (sticky saturation within a few keys) and 3 cuts; 8 lanes, 12 bins (16 slots) and a 50-bit sum (72-bit
+# accumulators: three carry segments); the edge unit (16 lanes, 16 bins, 54-bit accumulators in two segments).
+RESIDENT_MASS_CASES = [
+    Case("rm-tiny", "tiny"),
+    Case("rm-3lanes-5bins-p1-z10", "tiny", {"dre.wtu.lanes": 3, "dre.wtu.score_memory_bytes": 72,
+                                            "dre.wtu.buckets": 5, "dre.wtu.bucket_octaves": 4,
+                                            "dre.wtu.exp_lut_entries": 1, "dre.wtu.pipeline_stages": 1,
+                                            "dre.wtu.resident_sum_bits": 10}),
+    Case("rm-1lane-3bins-p4-z6", "tiny", {"dre.wtu.lanes": 1, "dre.wtu.score_memory_bytes": 30,
+                                          "dre.wtu.count_memory_bytes": 20, "dre.wtu.buckets": 3,
+                                          "dre.wtu.bucket_octaves": 1, "dre.wtu.exp_mantissa_bits": 5,
+                                          "dre.wtu.pipeline_stages": 4, "dre.wtu.resident_sum_bits": 6}),
+    Case("rm-8lanes-12bins-z50", "tiny", {"dre.wtu.lanes": 8, "dre.wtu.buckets": 12, "dre.wtu.resident_sum_bits": 50}),
+    Case("rm-edge", "edge"),
+]
+__all__ += ["RESIDENT_MASS_CASES"]

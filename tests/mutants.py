@@ -88,6 +88,19 @@ def wtu_row_mass_threshold_without_r(scores, counts, **kw):
 # ---- performance model: deliberately wrong device tiers (tests/perf/test_perf_tier.py must catch them) ----------------
 
 
+def resident_mass_without_floor_per_bin(scores, params, sum_bits, lut=None):
+    """Resident mass: the bin masses summed in the lowest window bin's units and floored once (instead of one floor
+    per bin in the top bin's units)."""
+    from vrex.golden.dre.wtu.exp import ResidentMass, exp_term
+    if not scores:
+        return ResidentMass(0, 0)
+    p, S = params, params.bin_shift
+    top, low = max(scores) >> S, (params.buckets - 1) * params.bucket_octaves
+    fine = sum(exp_term(s - ((s >> S) << S), 1, p, lut) << (low - (top - (s >> S)) * p.bucket_octaves)
+               for s in scores if top - (s >> S) < p.buckets)
+    return ResidentMass(max(scores), min(fine >> low, (1 << sum_bits) - 1))
+
+
 def _perf_tier():
     from vrex.perf.memory import DeviceTier
 

@@ -62,7 +62,7 @@ def test_doctor_lists_tools_and_versions(capsys):
 def test_unknown_component_is_a_clear_error(capsys):
     code, _, err = run(capsys, "verilog", "--component", "nope")
     assert code == 2 and ("unknown component 'nope'; known components: core, dpe, dre, hamming_lanes, hcu, kvmu, lxe, "
-                          "mac_tree, vpe, wtu.") in err
+                          "mac_tree, resident_mass, vpe, wtu.") in err
 
 
 def test_verilog_writes_top_filelist_and_snapshot(tmp_path, capsys):

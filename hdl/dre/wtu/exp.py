@@ -16,7 +16,7 @@ from amaranth.lib import data, enum, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from vrex.hdl.arith import named, popcount, sum_tree
-from vrex.hdl.dre.wtu.lanes import lane_valid, reduce_tree
+from vrex.hdl.dre.wtu.lanes import clamp, lane_valid, reduce_tree, register_cut, rotate
 from vrex.hdl.dre.wtu.layouts import (WTUGeometry, wtu_counts_layout, wtu_group_layout, wtu_row_layout, wtu_scores_layout)
 
 __all__ = ["ExpWTU", "STAGE_CUTS", "RATIO_SEGMENTS", "exp_latencies", "accumulator_slots", "exp_lut"]
@@ -262,7 +262,7 @@ class ExpWTU(wiring.Component):
         stage = {"v": a_live, "ref": refine, "bins": bins, "valid": valid, "m": mant, "c": a_c, "k": key, "f": flag}
         if O:
             stage["o"] = octv
-        stage = self._cut(m, "lut", stage, cuts)
+        stage = register_cut(m, "lut", stage, cuts)
         # the beat's top bin: a max tree over the lanes, after the lut cut (beside the multiply), so the memory
         # capture → lane-valid → max path is not one cycle
         stage["top"] = reduce_tree(m, "beat_top", [Mux(v, b, Const(-(1 << (BBW - 1)), signed(BBW)))
@@ -272,7 +272,7 @@ class ExpWTU(wiring.Component):
         # stage C: multiply
         stage["p"] = [named(m, c * mm, f"prod{lane}") for lane, (c, mm) in enumerate(zip(stage["c"], stage["m"]))]
         del stage["c"], stage["m"]
-        stage = self._cut(m, "mul", stage, cuts)
+        stage = register_cut(m, "mul", stage, cuts)
         # stage D: octave shift; accumulator slot (absolute bin mod NACC, or the sub-bin); lanes within the beat's
         # window; one select bit per (slot, lane)
         stage["t"] = ([named(m, (p << o)[:TB], f"term{lane}", TB) for lane, (p, o) in enumerate(zip(stage["p"], stage["o"]))]
@@ -283,7 +283,7 @@ class ExpWTU(wiring.Component):
         keep = [named(m, f & (stage["ref"] | (r < K)), f"keep{lane}") for lane, (f, r) in enumerate(zip(stage["f"], rel))]
         stage["sel"] = [named(m, keep[lane] & (slot[lane] == b), f"sel{b}_{lane}") for b in range(NACC) for lane in range(L)]
         del stage["p"], stage["k"], stage["f"]
-        stage = self._cut(m, "shift", stage, cuts)
+        stage = register_cut(m, "shift", stage, cuts)
         # stage E: per-slot masked adder trees over lane groups of four, then over the groups
         groups = [list(range(i, min(L, i + 4))) for i in range(0, L, 4)]
         part, partc = [], []
@@ -294,20 +294,20 @@ class ExpWTU(wiring.Component):
             partc.append([popcount(Cat(*[sel[lane] for lane in grp])) for grp in groups])
         stage2 = {"v": stage["v"], "ref": stage["ref"], "top": stage["top"],
                   "ps": [x for row in part for x in row], "pc": [x for row in partc for x in row]}
-        stage2 = self._cut(m, "tree", stage2, cuts)
+        stage2 = register_cut(m, "tree", stage2, cuts)
         ng = len(groups)
         hist = [_sum_named(m, stage2["ps"][b * ng:(b + 1) * ng], f"hist{b}") for b in range(NACC)]
         histc = [_sum_named(m, stage2["pc"][b * ng:(b + 1) * ng], f"histc{b}") for b in range(NACC)]
         stage3 = {"v": stage2["v"], "ref": stage2["ref"], "top": stage2["top"], "h": hist, "hc": histc}
-        stage3 = self._cut(m, "hist", stage3, cuts)
+        stage3 = register_cut(m, "hist", stage3, cuts)
 
         # stage F1: running top bin A. Slot s holds the window bin congruent to s mod NACC (a circular window, so a
         # rising maximum clears slots instead of moving the array): the beat's slots outside A's window are
         # masked, and accumulator slots whose bin falls out of the window are cleared.
         v3, ref3, top3 = stage3["v"], stage3["ref"], stage3["top"]
         top_new = named(m, Mux(first_beat | (top3 > top_run), top3, top_run), "top_new", signed(BBW))
-        d_arr = _clamp(m, "d_arr", (top_new - top_run).as_unsigned(), K)
-        d_beat = _clamp(m, "d_beat", (top_new - top3).as_unsigned(), K)
+        d_arr = clamp(m, "d_arr", (top_new - top_run).as_unsigned(), K)
+        d_beat = clamp(m, "d_beat", (top_new - top3).as_unsigned(), K)
         with m.If(v3 & ~ref3):
             m.d.sync += [top_run.eq(top_new), first_beat.eq(0)]
         h_in, hc_in, keep_acc = [], [], []
@@ -319,7 +319,7 @@ class ExpWTU(wiring.Component):
             h_in.append(Mux(win, stage3["h"][b], 0))
             hc_in.append(Mux(win, stage3["hc"][b], 0))
         stage4 = {"v": [v3] * NACC, "h": h_in, "hc": hc_in, "k": keep_acc}   # per-slot valid copies
-        stage4 = self._cut(m, "merge", stage4, cuts)
+        stage4 = register_cut(m, "merge", stage4, cuts)
         # stage F2: accumulate
         acc = [Signal(MB, name=f"acc{b}") for b in range(NACC)]
         accc = [Signal(NB, name=f"accc{b}") for b in range(NACC)]
@@ -340,12 +340,12 @@ class ExpWTU(wiring.Component):
         walk_r = [Signal(name=f"walk_r{i}") for i in range(used)]          # per-slot copies of the phase
         m.d.sync += [w.eq(walk_phase) for w in walk_r]
         rev = [acc[(-i) % NACC] for i in range(NACC)]
-        rot = _rotate(m, "rot", rev, (-top_run)[:IW], NACC)               # rot[i] = acc[(A - i) mod NACC]
+        rot = rotate(m, "rot", rev, (-top_run)[:IW], NACC)               # rot[i] = acc[(A - i) mod NACC]
         xin = [Signal(MB, name=f"xin{i}") for i in range(used)] + [Const(0, MB)] * (NACC - used)
         m.d.sync += [x.eq(Mux(walk_r[i], acc[NBINS - 1 - i] if i < NBINS else 0, (rot[i] >> (i << O)) if i < K else 0))
                      for i, x in enumerate(xin[:used])]
         cnt_slot = [accc[(-i) % NACC] for i in range(NACC)]
-        cnt_rot = _rotate(m, "cnt_rot", cnt_slot, (-top_run)[:IW], NACC)
+        cnt_rot = rotate(m, "cnt_rot", cnt_slot, (-top_run)[:IW], NACC)
         if ROW:
             # r = res_sum >> ((A - b_res) · octaves) (0 once the shift reaches Z), registered beside xin and added to
             # the top bin's term at the first prefix level: every prefix sum is then r + Σ q, the total is the joint
@@ -520,23 +520,6 @@ class ExpWTU(wiring.Component):
                      issue.eq(reading & (rd_rem != 0) & (~mask_phase | mask_room))]
         return m
 
-    @staticmethod
-    def _cut(m, name, values: dict, cuts) -> dict:
-        """``values`` (name → Value or list of Values) through a register stage if ``name`` is a chosen cut."""
-        if name not in cuts:
-            return values
-        out = {}
-        for key, v in values.items():
-            if isinstance(v, list):
-                regs = [Signal.like(x, name=f"{name}_{key}{i}") for i, x in enumerate(v)]
-                m.d.sync += [r.eq(x) for r, x in zip(regs, v)]
-                out[key] = regs
-            else:
-                r = Signal.like(v, name=f"{name}_{key}")
-                m.d.sync += r.eq(v)
-                out[key] = r
-        return out
-
 
 def _out_queue(m, name, port, push, data_in, depth):
     """A ``depth``-entry queue of registers feeding stream ``port``: ``push`` writes ``data_in``; returns the room
@@ -556,22 +539,6 @@ def _out_queue(m, name, port, push, data_in, depth):
 def _sum_named(m, values, name):
     """``sum(values)`` as a named signal; a single value is returned as it is (a name would be an unused alias)."""
     return values[0] if len(values) == 1 else named(m, sum_tree(values), name)
-
-
-def _clamp(m, name, value, limit):
-    """``min(value, limit)`` (unsigned)."""
-    return named(m, Mux(value > limit, limit, value), name)
-
-
-def _rotate(m, name, values, amount, n):
-    """``out[i] = values[(i + amount) mod n]`` for a power-of-two ``n``: a log-depth barrel rotator."""
-    cur = list(values)
-    levels = max(0, (n - 1).bit_length())
-    for bit in range(levels):
-        step = 1 << bit
-        nxt = [Mux(amount[bit], cur[(i + step) % n], cur[i]) for i in range(n)]
-        cur = nxt if bit == levels - 1 else [named(m, x, f"{name}_b{bit}_{i}", len(cur[i])) for i, x in enumerate(nxt)]
-    return cur
 
 
 def _ratio_product(m, total, ratio, ratio_bits):

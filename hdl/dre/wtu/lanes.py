@@ -2,9 +2,10 @@
 
 from amaranth.hdl import Cat, Const, Mux, Signal, Value, signed
 
-from vrex.hdl.arith import popcount, sum_tree
+from vrex.hdl.arith import named, popcount, sum_tree
 
-__all__ = ["reduce_tree", "masked_min", "masked_max", "prefix_counts", "lane_valid", "masked_sum"]
+__all__ = ["reduce_tree", "masked_min", "masked_max", "prefix_counts", "lane_valid", "masked_sum",
+           "rotate", "register_cut", "clamp"]
 
 
 def reduce_tree(m, name, values, pick, shape):
@@ -53,3 +54,37 @@ def prefix_counts(flags):
 def lane_valid(remaining, lanes):
     """Bit l set when lane l holds a cluster: ``remaining`` (clusters from this beat on) > l."""
     return [remaining > lane for lane in range(lanes)]
+
+
+def rotate(m, name, values, amount, n):
+    """``out[i] = values[(i + amount) mod n]`` for a power-of-two ``n``: a log-depth barrel rotator."""
+    cur = list(values)
+    levels = max(0, (n - 1).bit_length())
+    for bit in range(levels):
+        step = 1 << bit
+        nxt = [Mux(amount[bit], cur[(i + step) % n], cur[i]) for i in range(n)]
+        cur = nxt if bit == levels - 1 else [named(m, x, f"{name}_b{bit}_{i}", len(cur[i])) for i, x in enumerate(nxt)]
+    return cur
+
+
+def register_cut(m, name, values: dict, cuts) -> dict:
+    """``values`` (name → Value or list of Values) through a register stage if ``name`` is a chosen cut (the
+    registers are named ``{name}_{key}`` / ``{name}_{key}{i}``); unchanged otherwise."""
+    if name not in cuts:
+        return values
+    out = {}
+    for key, v in values.items():
+        if isinstance(v, list):
+            regs = [Signal.like(x, name=f"{name}_{key}{i}") for i, x in enumerate(v)]
+            m.d.sync += [r.eq(x) for r, x in zip(regs, v)]
+            out[key] = regs
+        else:
+            r = Signal.like(v, name=f"{name}_{key}")
+            m.d.sync += r.eq(v)
+            out[key] = r
+    return out
+
+
+def clamp(m, name, value, limit):
+    """``min(value, limit)`` (unsigned), as a named signal."""
+    return named(m, Mux(value > limit, limit, value), name)
