@@ -33,10 +33,21 @@ def _override(text: str) -> tuple[str, object]:
         raise UsageError(f"--set {text!r}: the value is not valid YAML.") from None
 
 
+def _command(args) -> str:
+    """The command line that made the view (for the markdown), without machine paths."""
+    parts = ["vrex perf", f"-c {args.config}" if getattr(args, "config", None) else ""]
+    if args.cycle_records:
+        parts.append("--cycle-records")
+    if args.figures:
+        parts.append("--figures " + " ".join(Path(f).name for f in args.figures))
+    parts.append("--layer-timeline" + (f" {args.layer_timeline}" if args.layer_timeline else ""))
+    return " ".join(p for p in parts if p)
+
+
 def _cmd_perf(args) -> int:
     from vrex.paths import build_dir
 
-    from .figures_input import read_figures_json
+    from .figures_input import cycle_records, read_figures_files
     from .golden_input import read_golden_jsons
     from .inputs import default_figures_path
     from .report import comparison_rows, render_text, to_json
@@ -53,8 +64,16 @@ def _cmd_perf(args) -> int:
     if overrides:
         cfg = cfg.with_overrides(overrides, source="command line")
     measured = read_golden_jsons(args.golden_json) if args.golden_json else None
-    figures_path = None if args.no_figures else (args.figures or default_figures_path())
-    figures = read_figures_json(figures_path) if figures_path else None
+    figure_files = [] if args.no_figures else list(args.figures or [])
+    if not args.no_figures and not figure_files and default_figures_path():
+        figure_files = [default_figures_path()]
+    if args.cycle_records:
+        found = cycle_records(cfg)
+        if not found:
+            raise UsageError(f"--cycle-records: no HCU / WTU / KVMU / LXE / core cycle records for config {cfg.name} (hash "
+                             f"{cfg.hash()}) under build/figures/cycles; `vrex report` or `vrex synth` writes them.")
+        figure_files += found
+    figures = read_figures_files(figure_files) if figure_files else None
     if args.sweep:
         from .design_sweep import run_sweep_cli
 
@@ -72,12 +91,31 @@ def _cmd_perf(args) -> int:
     print(render_text(ev, rows), end="")
     out_dir = plot_dir or build_dir("perf", f"{cfg.name}-{cfg.hash()}")
     record = to_json(ev, rows)
+    view = None
+    if args.layer_timeline is not None:
+        from .layer_render import layer_lines, layer_markdown
+        from .layer_timeline import LAYER_KV_SIZES, layer_timeline
+
+        sizes = _int_list(args.layer_timeline, "--layer-timeline") if args.layer_timeline else LAYER_KV_SIZES
+        view = layer_timeline(cfg, figures, measured, kv_sizes=sizes)
+        record["layer_timeline"] = view
+        print("\n".join(layer_lines(view)))
     paths = []
     if not args.no_plot:
         from .plots import write_plots
 
         paths = write_plots(ev, out_dir, rows)
+        if view is not None:
+            from .layer_render import write_layer_plot
+
+            paths.append(write_layer_plot(view, out_dir))
         print("\nplots: " + ", ".join(str(p) for p in paths))
+    if view is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        md = out_dir / "layer_timeline.md"
+        md.write_text("\n".join(layer_markdown(view, plot="layer_timeline.png" if not args.no_plot else None,
+                                               command=_command(args))) + "\n")
+        print(f"layer timeline: {md}")
     out_dir.mkdir(parents=True, exist_ok=True)
     text = json.dumps(record, indent=1) + "\n"
     (out_dir / "perf.json").write_text(text)
@@ -112,8 +150,17 @@ def register(sub) -> None:
                         "point, Pareto plot; see docs/perf.md")
     p.add_argument("--results", metavar="OUT.md",
                    help="regenerate the results document (edge, server, closure, validation, sweep) into OUT.md")
-    p.add_argument("--figures", "--figures-json", dest="figures", metavar="F",
-                   help="DRE cycle and power figures (`vrex report`); default: build/report/figures.json if present")
+    p.add_argument("--figures", "--figures-json", dest="figures", metavar="F", nargs="+", action="extend",
+                   help="DRE cycle and power figures: a figures.json (`vrex report`) and/or component records "
+                        "(build/figures/<name>-<hash>/*.json, build/figures/cycles/*.json), merged in order; "
+                        "default: build/report/figures.json if present")
+    p.add_argument("--cycle-records", action="store_true",
+                   help="add the config's HCU, WTU, KVMU, LXE and core cycle records from build/figures/cycles (measured by "
+                        "the figures flow) to the figures")
+    p.add_argument("--layer-timeline", metavar="KV,...", nargs="?", const="",
+                   help="per-layer DRE (HCU, WTU, KVMU) vs LXE busy and exposed time at these KV sizes (default "
+                        "1K, 2K, 4K, 8K, 16K, 32K, 40K), frame and decode steps, with the options that shorten the "
+                        "WTU and their area; printed, in perf.json, layer_timeline.md and layer_timeline.png")
     p.add_argument("--no-figures", action="store_true", help="ignore build/report/figures.json; use the formulas")
     p.add_argument("--batches", metavar="B,...", help="override perf.batches, e.g. 1,4,8,16")
     p.add_argument("--kv-sizes", metavar="N,...", help="override perf.kv_sizes (tokens), e.g. 1024,5120,40960")

@@ -23,6 +23,10 @@ vision tower runs before layer 0 of a frame step, the LM head after the last lay
 the timeline's makespan; the critical path splits it into exposed time per category (vision, llm, prediction,
 retrieval, eviction).
 
+With the core's figures record (``retrieval_path``, :mod:`vrex.sim.core.cycle_model`) V-Rex's ``hash``, ``hcu``,
+``score`` and ``wtu`` durations are the core's modelled phases per (stream, KV head) context instead of the LXE's
+roofline and the HCU / WTU formulas (:mod:`.dre_timing`).
+
 The Fig. 16 ablation is a choice of system: GPU + ReSV (prediction on the GPU, token-order layout), V-Rex with the
 KVPU but a token-order layout (``dre.kvmu.layout = token_order``), and full V-Rex (cluster-contiguous layout).
 """
@@ -35,7 +39,7 @@ from .dre_timing import DRETiming
 from .energy import Counters, step_energy
 from .memory import DeviceTier, gpu_tier, vrex_tier, window_tier
 from .platforms import Platform, gpu_platform, vrex_platform
-from .policies import Policy, clustering_prediction, gpu_work, selection_prediction
+from .policies import Policy, clustering_prediction, gpu_work, n_open_clusters, selection_prediction
 from .timeline import Timeline
 from .transfer import Link, read_transfer, write_transfer
 from .workload import (KVGeometry, Step, Work, attention_work, eviction_tokens, ffn_work, lm_head_work, qkv_work,
@@ -92,6 +96,7 @@ class StepResult:
     dram_floor: float = 0.0        # every device-DRAM byte of the step's tasks / peak DRAM bandwidth
     busy_by_category: dict = field(default_factory=dict)
     geometry: object = None        # the KVGeometry of the step
+    timeline: object = field(default=None, repr=False)     # the step's Timeline (per-layer views)
 
     @property
     def energy_total(self) -> float:
@@ -135,11 +140,11 @@ def simulate_step(cfg, system: System, step: Step, dre: DRETiming) -> StepResult
     gpu = plat.kind == "gpu"
     k_qkv, k_attn, k_ffn = _split_kernels(plat.llm_kernels_per_layer) if gpu else (0, 0, 0)
 
-    def compute(name, category, work: Work, deps):
+    def compute(name, category, work: Work, deps, seconds=None):
         cnt.work = cnt.work + work
         cnt.compute_busy += plat.compute_busy(work)
         cnt.compute_active += max(plat.compute_busy(work), plat.memory_busy(work))
-        return tl.add(name, category, "compute", plat.time(work), deps)
+        return tl.add(name, category, "compute", plat.time(work) if seconds is None else seconds, deps)
 
     def ratio(layer: int) -> float:
         if pol.predictor == "cluster_hash" and layer < cfg.resv.dense_layers:
@@ -157,19 +162,38 @@ def simulate_step(cfg, system: System, step: Step, dre: DRETiming) -> StepResult
     fetched, reads = {}, {}     # fetch task per layer; transfer per retrieval ratio
     sel_gpu = gpu_work(sel_pred, plat) if gpu else None
     clu_gpu = gpu_work(clu_pred, plat) if gpu else None
+    # with the core's record, the retrieval path of each (stream, KV head) context is the core's cycle model: H and
+    # S score time the LXE's hash and score, X + C + K + R the HCU task, S select the WTU task (dre_timing)
+    n_ctx = step.batch * m.kv_heads
+    ctx_units = max(1, min(plat.cores, n_ctx))
+    path = None
+    if plat.has_dre and pol.predictor == "cluster_hash":
+        path = dre.path_phases(cfg, tokens=step.tokens, exits=step.tokens if geom.candidates > 0 else 0,
+                               n_open=n_open_clusters(cfg, geom, pol),
+                               tokens_per_cluster=pol.tokens_per_cluster or cfg.perf.tokens_per_cluster,
+                               clusters=0 if sel_pred.empty else sel_pred.select_row_len)
+
+    def path_seconds(cycles):
+        return cycles * n_ctx / (ctx_units * plat.clock_hz)
 
     def predict_and_fetch(target: int, after):
         gate = after
         if not sel_pred.empty:
             if plat.has_dre:
-                gate = compute(f"score{target}", "prediction", sel_pred.compute, [after])
+                gate = compute(f"score{target}", "prediction", sel_pred.compute, [after],
+                               seconds=None if path is None else path_seconds(path["score"]))
                 rows, row_len = sel_pred.select_rows, sel_pred.select_row_len
-                cycles = dre.wtu_cycles(cfg, rows, row_len)
+                if path is None:
+                    # one WTU job per (stream, GQA group): it reads the group's count words once
+                    cycles = dre.wtu_cycles(cfg, rows, row_len, jobs=step.batch * m.kv_heads)
+                    # rows are spread over the cores' WTUs
+                    wtus = min(plat.cores, rows)
+                else:
+                    cycles, wtus = path["select"] * n_ctx, ctx_units
                 cnt.wtu_cycles += cycles
                 cnt.wtu_visits += dre.wtu_score_visits(cfg, rows, row_len)
-                # rows are spread over the cores' WTUs
-                wtus = min(plat.cores, rows)
-                gate = tl.add(f"wtu{target}", "prediction", "wtu", cycles / (wtus * plat.clock_hz), [gate])
+                gate = tl.add(f"wtu{target}", "prediction", "wtu", cycles / (wtus * plat.clock_hz), [gate],
+                              meta={"cycles": cycles, "rows": rows, "row_len": row_len, "units": wtus})
             else:
                 gate = compute(f"score{target}", "prediction", sel_gpu, [after])
         r = ratio(target)
@@ -180,7 +204,8 @@ def simulate_step(cfg, system: System, step: Step, dre: DRETiming) -> StepResult
                                      measured_run=measured)
         tr = reads[r]
         cnt.read = cnt.read + tr
-        fetched[target] = tl.add(f"fetch{target}", "retrieval", "offload", tr.seconds, [gate])
+        fetched[target] = tl.add(f"fetch{target}", "retrieval", "offload", tr.seconds, [gate],
+                                 meta={"moved": tr.moved, "payload": tr.payload})
 
     prev = None
     if step.vision:
@@ -195,13 +220,20 @@ def simulate_step(cfg, system: System, step: Step, dre: DRETiming) -> StepResult
         qkv = compute(f"qkv{layer}", "llm", qkv_w, [prev])
         if not clu_pred.empty:
             if plat.has_dre:
-                h = compute(f"hash{layer}", "prediction", clu_pred.compute, [qkv])
-                cycles = dre.hcu_cycles(cfg, clu_pred.cluster_tokens, clu_pred.cluster_open)
+                h = compute(f"hash{layer}", "prediction", clu_pred.compute, [qkv],
+                            seconds=None if path is None else path_seconds(path["hash"]))
+                if path is None:
+                    cycles = dre.hcu_cycles(cfg, clu_pred.cluster_tokens, clu_pred.cluster_open)
+                    # contexts (stream, KV head) are spread over the cores' HCUs
+                    hcus = min(plat.cores, clu_pred.cluster_tokens / step.tokens)
+                else:
+                    cycles = sum(path[p] for p in ("exits", "cluster", "kvmu", "records")) * n_ctx
+                    hcus = ctx_units
                 cnt.hcu_cycles += cycles
                 cnt.hcu_compares += dre.hcu_compares(clu_pred.cluster_tokens, clu_pred.cluster_open)
-                # contexts (stream, KV head) are spread over the cores' HCUs
-                hcus = min(plat.cores, clu_pred.cluster_tokens / step.tokens)
-                tl.add(f"hcu{layer}", "prediction", "hcu", cycles / (hcus * plat.clock_hz), [h])
+                tl.add(f"hcu{layer}", "prediction", "hcu", cycles / (hcus * plat.clock_hz), [h],
+                       meta={"cycles": cycles, "tokens": clu_pred.cluster_tokens, "open": clu_pred.cluster_open,
+                             "units": hcus})
             else:
                 compute(f"cluster{layer}", "prediction", clu_gpu, [qkv])
         if system.overlap == "serial":
@@ -219,7 +251,7 @@ def simulate_step(cfg, system: System, step: Step, dre: DRETiming) -> StepResult
         prev = compute(f"ffn{layer}", "llm", ffn_w, [attn])
         cnt.write = cnt.write + wr
         if wr.seconds:
-            tl.add(f"evict{layer}", "eviction", "offload", wr.seconds, [qkv])
+            tl.add(f"evict{layer}", "eviction", "offload", wr.seconds, [qkv], meta={"moved": wr.moved})
     compute("lm_head", "llm", lm_head_work(cfg, step).with_kernels(1 if gpu else 0), [prev])
 
     latency = tl.makespan
@@ -229,4 +261,4 @@ def simulate_step(cfg, system: System, step: Step, dre: DRETiming) -> StepResult
         weight_floor=w.weight_bytes / plat.dram_bw,
         compute_floor=w.matmul_flops / plat.matmul_peak + w.vector_ops / plat.vector_peak,
         link_floor=cnt.read.payload / plat.link_bw, dram_floor=w.dram_bytes / plat.dram_bw,
-        busy_by_category=tl.busy_by_category(), geometry=geom)
+        busy_by_category=tl.busy_by_category(), geometry=geom, timeline=tl)

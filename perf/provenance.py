@@ -97,6 +97,9 @@ def describe_inputs(cfg, measured, figures, systems: dict, dre, *, strict: bool 
     if "formula" in dre.cycles_source:
         assumed.append("HCU / WTU cycles: documented formulas (perf.hcu_token_overhead_cycles, "
                        "perf.wtu_row_overhead_cycles, perf.wtu_passes_per_row)")
+    if dre.core_path is None:
+        assumed.append("retrieval path: no core record (its cycle model); the layer's hash and score on the LXE's "
+                       "roofline, the HCU / WTU tasks from their per-token / per-row cycles")
     for unit in ("HCU", "WTU", "KVMU"):
         if f"{unit} energy from paper Table III" in dre.power_source:
             assumed.append(f"{unit} energy: paper Table III")

@@ -23,6 +23,8 @@ from vrex.paths import git_revision
 
 from .closure import Gap, metric, plausibility, solve
 from .design_sweep import describe_point, design_choices, load_sweep_spec, run_design_sweep, without_measured_axes
+from .layer_render import layer_markdown
+from .layer_timeline import layer_timeline
 from .memory import window_tier
 from .model import simulate_step
 from .paper import PAPER
@@ -152,7 +154,7 @@ def _closed_points(closure: dict, measured, figures) -> list[dict]:
 def _inputs_section(ev, measured, figures) -> list[str]:
     L = ["Inputs of this run (each line as `vrex perf` prints it):", ""]
     s = ev.sources
-    L.append(f"- retrieval ratios: " + "; ".join(f"{k}: {v}" for k, v in s["ratios"].items()))
+    L.append("- retrieval ratios: " + "; ".join(f"{k}: {v}" for k, v in s["ratios"].items()))
     for key in ("device_tier", "kvmu_traffic", "tokens_per_cluster", "lxe", "dre_cycles", "dre_power",
                 "e2e_accuracy", "core_figures"):
         if key in s:
@@ -242,6 +244,7 @@ def build_results(measured=None, figures=None, *, strict: bool = False) -> str:
     sweep = run_design_sweep(spec, edge, measured, figures)
     choices = design_choices(sweep["rows"], edge, spec)
     tiers = _tier_rows(ev_e)
+    layer_view = layer_timeline(edge, figures, measured)
     seconds = time.perf_counter() - t0
 
     L = ["# Performance and energy results: V-Rex8 / V-Rex48 vs AGX Orin / A100", ""]
@@ -448,6 +451,8 @@ def build_results(measured=None, figures=None, *, strict: bool = False) -> str:
     L.append("Cost here is what changes against V-Rex8: the link generation (lanes × 3 W at full load), the device "
              "capacity given to KV (auto = all free DRAM: no added part), the cores (1.89 mm² each, Table III). "
              "Power is the V-Rex system's average over a frame (engines, DRAM, link, SSD, static).")
+    L.append("")
+    L += layer_markdown(layer_view, command="vrex perf -c edge --layer-timeline" + (" --figures …" if figures else ""))
     L.append("")
     L.append("## Reproduce")
     L.append("")

@@ -31,6 +31,7 @@ class Task:
     start: float = 0.0
     end: float = 0.0
     released_by: "Task | None" = field(default=None, repr=False)
+    meta: dict = field(default_factory=dict, repr=False)     # what the task did (cycles, bytes), for views
 
 
 class Timeline:
@@ -38,10 +39,10 @@ class Timeline:
         self.tasks: list[Task] = []
         self._last_on: dict[str, Task] = {}
 
-    def add(self, name: str, category: str, resource: str, duration: float, deps=()) -> Task:
+    def add(self, name: str, category: str, resource: str, duration: float, deps=(), meta=None) -> Task:
         if duration < 0:
             raise ValueError(f"negative duration for {name}")
-        task = Task(name, category, resource, duration)
+        task = Task(name, category, resource, duration, meta=dict(meta or {}))
         candidates = [d for d in deps if d is not None]
         prev = self._last_on.get(resource)
         if prev is not None:

@@ -66,11 +66,45 @@ def test_retrieval_path_matches_the_golden_session_on_verilator(work_dir):
     assert c["commands"] == 12 and c["score_cycles"] > 0 and c["select_cycles"] > 0
 
 
-@pytest.mark.slow
-def test_retrieval_path_cycles_per_step_add_up():
-    from vrex.sim.core.cycles import PHASE_COUNTERS, retrieval_path_cycles
+@pytest.fixture(scope="module")
+def tiny_cycles():
+    """Three steps of the short-window tiny core without back-pressure (the third retrieves): one run shared by the
+    cycle tests."""
+    from vrex.sim.core.cycles import retrieval_path_cycles
 
-    r = retrieval_path_cycles(BY_ID["core-tiny-short-window"].config(), steps=4)
+    return retrieval_path_cycles(BY_ID["core-tiny-short-window"].config(), steps=3)
+
+
+def _model_matches(r):
+    from vrex.sim.core.cycle_model import BOUNDED_PHASES, EXACT_PHASES
+
+    assert any(s["retrieval"] for s in r["steps"])
+    for s in r["steps"]:
+        m = s["model"]
+        for ph in EXACT_PHASES:
+            assert m[f"{ph}_cycles"] == s[f"{ph}_cycles"], (s["step"], ph, m, s)
+        waits = sum(s[f"{ph}_cycles"] - m[f"{ph}_cycles"] for ph in BOUNDED_PHASES)
+        assert all(m[f"{ph}_cycles"] <= s[f"{ph}_cycles"] for ph in BOUNDED_PHASES), (s["step"], m, s)
+        assert waits <= s["kvmu_wait_bound"], (s["step"], waits, s["kvmu_wait_bound"])
+
+
+def test_cycle_model_matches_the_rtl_per_phase_and_command_on_the_tiny_core(tiny_cycles):
+    _model_matches(tiny_cycles)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["core-medium", "core-tiny-slow-hcu", "core-tiny-exp2"])
+def test_cycle_model_matches_the_rtl_per_phase_and_command_on_larger_cores(case):
+    from vrex.sim.core.cycles import retrieval_path_cycles
+
+    _model_matches(retrieval_path_cycles(BY_ID[case].config(), steps=4))
+
+
+@pytest.mark.slow
+def test_retrieval_path_cycles_per_step_add_up(tiny_cycles):
+    from vrex.sim.core.cycles import PHASE_COUNTERS
+
+    r = tiny_cycles
     for s in r["steps"]:
         phases = sum(s[k] for k in PHASE_COUNTERS if k.endswith("_cycles"))
         assert phases <= s["busy_cycles"] <= phases + 40            # context load / store and the response
