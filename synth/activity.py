@@ -9,6 +9,9 @@ otherwise the bench's random stimulus is used. The record says which stimulus wa
 A stimulus longer than ``technology.activity_max_cycles`` is cut there, which bounds the run time of blocks whose
 transactions take many cycles.
 
+A glue (the composite without its parts, hdl/lxe/parts.py) has no bench: its activity is its composite's bench run
+on the whole composite, read where the glue's signals are (:func:`glue_activity`).
+
 Traffic is full throughput (valid and ready every cycle, ``p_valid = p_ready = 1``) unless asked otherwise:
 power at the block's working rate.
 """
@@ -21,7 +24,8 @@ from vrex.errors import VrexError
 
 from .stopwatch import lap
 
-__all__ = ["StimulusRun", "record_activity"]
+__all__ = ["StimulusRun", "record_activity", "composite_of", "glue_activity", "glue_activity_refused",
+           "part_instances", "alias_part_ports"]
 
 
 class StimulusRun:
@@ -119,15 +123,12 @@ def record_activity(component: str, cfg, emitted, work: Path, *, transactions: i
 
 
 def _own_bench_activity(component, cfg, emitted, work: Path, *, transactions, seed, p_valid, p_ready) -> StimulusRun:
-    """SAIF of a bench with AXI ports (the KVMU): a random session of about ``transactions / 8`` jobs with the AXI
-    memories never pausing, checked against the golden model like every run. On a map whose resident ring is larger
-    than the session (the edge config's auto capacity), nothing is evicted, so the data engines stay idle: the
-    record says so (``evicted_bytes``)."""
+    """SAIF of a bench with AXI ports (the KVMU's, the core's): the bench module's ``activity_bench`` (the AXI
+    memories never pausing), checked against the golden model like every run."""
     from vrex.sim.benches import _module
 
     mod = _module(component)
-    bench = mod.make_bench(cfg, n=max(cfg.kvmu_map.contexts, transactions // 8), seed=seed, p_valid=p_valid,
-                           p_ready=p_ready, p_pause=0.0, min_tokens=cfg.model.tokens_per_frame, name=f"{component}-saif")
+    bench, used = mod.activity_bench(cfg, transactions=transactions, seed=seed, p_valid=p_valid, p_ready=p_ready)
     saif = work / "dump.saif"
     saif.unlink(missing_ok=True)
     result = mod.run_bench(emitted, bench, "verilator", work, waves=True, build_args=["--trace-saif"],
@@ -139,10 +140,70 @@ def _own_bench_activity(component, cfg, emitted, work: Path, *, transactions, se
     if not saif.is_file():
         raise VrexError(f"Verilator wrote no SAIF file for {component} (expected {saif}); Verilator >= 5.042 is "
                         "needed for --trace-saif")
-    host = sum(b[2] for e in bench.expected for b in e["bursts"]["host"] if b[0] == "AW")
-    used = {"kind": "random", "requested": cfg.technology.activity_stimulus, "transactions": len(bench.jobs),
-            "seed": seed, "p_valid": p_valid, "p_ready": p_ready, "max_cycles": result["cycles"],
-            "reason": "KVMU jobs (random session; recorded sessions are replayed by its tests)",
-            "evicted_bytes": host * cfg.kvmu_map.beat_bytes, "transactions_run": len(result["jobs"]),
-            "truncated": False}
+    used = {"requested": cfg.technology.activity_stimulus, "transactions": len(bench.jobs), "seed": seed,
+            "p_valid": p_valid, "p_ready": p_ready, "max_cycles": result["cycles"], **used,
+            "transactions_run": len(result["jobs"]), "truncated": False}
     return StimulusRun(saif, used, result["cycles"])
+
+def composite_of(component: str) -> str | None:
+    """The composite whose glue ``component`` is (``dre_glue`` -> ``dre``), or None."""
+    from vrex.hdl.registry import COMPONENTS, get_component
+
+    get_component(component)
+    return next((n for n, s in COMPONENTS.items() if s.glue == component), None)
+
+
+def part_instances(component: str, cfg) -> int:
+    """How many synthesised blocks a composite instantiates, down to the leaves (glues not counted)."""
+    from vrex.hdl.registry import get_component, parts_of
+
+    parts = parts_of(get_component(component), cfg)
+    if parts is None:
+        return 1
+    return sum(count * part_instances(p, cfg) for p, count in parts.items())
+
+
+def glue_activity_refused(glue: str, cfg) -> str | None:
+    """Why a glue's SAIF run is not made (its composite is too large to simulate whole), or None."""
+    composite = composite_of(glue)
+    n, limit = part_instances(composite, cfg), cfg.technology.glue_activity_max_parts
+    if n <= limit:
+        return None
+    return (f"the {composite} has {n} part instances, more than technology.glue_activity_max_parts = {limit}, "
+            "so its whole-composite SAIF run is not made")
+
+
+def alias_part_ports(saif) -> int:
+    """Give ``saif`` the glue's names of the parts' ports: a part instance ``p``'s port ``x`` (``p.x`` in the
+    composite's SAIF) is the glue's port ``p__x`` (hdl/lxe/parts.py flips the part's signature into the glue's).
+    Every instance just below the top gets the aliases (a name the SAIF has already keeps its own activity).
+    Returns how many names were added."""
+    added = 0
+    for name, value in list(saif.signals.items()):
+        inst, _, port = name.partition(".")
+        if port and "." not in port and f"{inst}__{port}" not in saif.signals:
+            saif.signals[f"{inst}__{port}"] = value
+            added += 1
+    return added
+
+
+def glue_activity(glue: str, cfg, work: Path, *, transactions: int, seed: int = 1, p_valid: float = 1.0,
+                  p_ready: float = 1.0, stimulus: str | None = None):
+    """``(StimulusRun, Saif)`` of a glue: its composite's own bench on the whole composite (Verilator, SAIF), the
+    SAIF read at the composite's top, where the glue's logic and memories have the glue's names, and the parts'
+    ports renamed to the glue's (:func:`alias_part_ports`). The glue's activity is what the composite's traffic
+    gives it, checked against the composite's golden model like every run."""
+    from .saif import read_saif
+    from .verilog import emit
+
+    composite = composite_of(glue)
+    if composite is None:
+        raise VrexError(f"{glue} is not the glue of a registered composite")
+    emitted = emit(composite, cfg)
+    run = record_activity(composite, cfg, emitted, work, transactions=transactions, seed=seed, p_valid=p_valid,
+                          p_ready=p_ready, stimulus=stimulus)
+    saif = read_saif(run.saif, emitted.top)
+    alias_part_ports(saif)
+    run.stimulus = dict(run.stimulus, composite=composite,
+                        kind=f"{run.stimulus['kind']} through the {composite} bench")
+    return run, saif

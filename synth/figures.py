@@ -28,6 +28,7 @@ from vrex.errors import VrexError
 from vrex.paths import build_dir, build_root, git_revision, pdk_dir
 from vrex.tools import find
 
+from .activity import composite_of, glue_activity_refused
 from .generic import generic_figures
 from .liberty import LibertyError, resolve_library
 from .scaling import scaling_between
@@ -137,6 +138,10 @@ def component_figures(name: str, cfg, *, liberty: str | None = None, clock_mhz: 
                  "tools": figure_tools(), "sta": sta_ok, "verilator": verilator_ok, "activity": activity,
                  "txn": n_txn, "max_cycles": tech.activity_max_cycles, "stimulus": stimulus or tech.activity_stimulus, "traffic": (p_valid, p_ready),
                  "pdk_sram": bool(pdk_dir(tech.pdk_dir, required=False))}
+    composite = composite_of(name)
+    glue_refused = glue_activity_refused(name, cfg) if composite is not None else None
+    if activity and composite is not None and glue_refused is None:   # a glue's activity: its composite's Verilog
+        key_parts["composite_verilog"] = hashlib.sha256(emit(composite, cfg).verilog.read_bytes()).hexdigest()
     folder = build_dir("figures", f"{name}-{cfg.hash()}")
     cache = folder / f"{_cache_key(key_parts)}.json"
     cached = read_json_cache(cache) if use_cache else None
@@ -184,7 +189,7 @@ def _library_figures(record, name, cfg, emitted, lib, clock, folder, missing, *,
                      n_txn, stimulus, p_valid, p_ready, say):
     from .mapped import abc_delay_target_ps, flop_state_nets, map_design
     from .register_overhead import register_overhead_ps
-    from .saif import activity_tcl, read_saif
+    from .saif import activity_tcl, read_saif, tie_constants
     from .sram import sram_model
     from .sta import run_power, run_timing
 
@@ -219,19 +224,28 @@ def _library_figures(record, name, cfg, emitted, lib, clock, folder, missing, *,
             missing["power_mw"] = "activity run disabled (--no-activity)"
         elif not verilator_ok:
             missing["power_mw"] = install_hint("verilator")
+        elif composite_of(name) is not None and glue_activity_refused(name, cfg):
+            missing["power_mw"] = glue_activity_refused(name, cfg)
         else:
             try:
-                from .activity import record_activity
+                from .activity import glue_activity, record_activity
 
                 say(f"SAIF activity run on Verilator ({n_txn} transactions), then power (OpenSTA)")
+                traffic = dict(transactions=n_txn, stimulus=stimulus, p_valid=p_valid, p_ready=p_ready)
+                saif = None
                 with lap("saif sim"):
-                    run = record_activity(name, cfg, emitted, work / "saif_run", transactions=n_txn,
-                                          stimulus=stimulus, p_valid=p_valid, p_ready=p_ready)
+                    if composite_of(name) is not None:     # a glue: its composite's bench, its part of the SAIF
+                        run, saif = glue_activity(name, cfg, work / "saif_run", **traffic)
+                    else:
+                        run = record_activity(name, cfg, emitted, work / "saif_run", **traffic)
                 with lap("saif annotation"):
-                    saif = read_saif(run.saif, emitted.top)
+                    saif = saif or read_saif(run.saif, emitted.top)
                     text = mapped.netlist.read_text()
                     tcl, coverage = activity_tcl(saif, text, flop_state_nets(text, lib))
-                power = run_power(mapped, lib, clock, tech, activity_tcl=tcl, tag="saif")
+                    tied, tie_tcl, coverage["constants_tied"] = tie_constants(text, mapped.top)
+                    (mapped.directory / "netlist_saif.v").write_text(tied)
+                power = run_power(mapped, lib, clock, tech, activity_tcl=tie_tcl + tcl, tag="saif",
+                                  netlist="netlist_saif.v")
                 record["power_mw"] = _add_memory_power(
                     power, mapped.memories, _saif_rates(saif, mapped.memories, emitted.top), clock, "saif",
                     stimulus=run.stimulus, coverage=coverage, sim_cycles=run.cycles)

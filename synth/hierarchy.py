@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from vrex.hdl.registry import parts_of
 
-__all__ = ["hierarchical_figures", "dependency_waves", "leaf_members"]
+__all__ = ["hierarchical_figures", "dependency_waves", "leaf_members", "activity_parts", "default_reason"]
 
 _SUMMED = ("area_um2", "logic_area_um2", "sequential_area_um2", "cells")
 _POWER = ("internal", "switching", "leakage", "total", "memory", "sequential", "combinational")
@@ -68,6 +68,31 @@ def _power_sum(records, key, fallback=None):
         for k in _POWER:
             total[k] += count * (p.get(k) or 0.0)
     return total, sources
+
+
+def default_reason(record) -> str:
+    """Why a synthesised record's power is not activity-based, in one short clause (its ``missing`` entry)."""
+    why = (record.get("missing") or {}).get("power_mw") or "no SAIF power figure"
+    why = why.removeprefix("activity run failed: ").split("\n")[0]
+    for cut in ("; ", " on /", " (log"):
+        why = why.split(cut)[0]
+    return why.rstrip(".:")
+
+
+def activity_parts(records: dict) -> dict:
+    """The synthesised blocks below a composite (``records``: part -> record), whose power is SAIF-based and whose
+    is the default activity with the reason: ``{"saif": [block], "default": {block: reason}}``."""
+    saif, default = set(), {}
+    for name, rec in records.items():
+        sub = (rec.get("power_mw") or {}).get("activity_parts")
+        if sub is not None:
+            saif.update(sub["saif"])
+            default.update(sub["default"])
+        elif rec.get("power_mw"):
+            saif.add(name)
+        else:
+            default[name] = default_reason(rec)
+    return {"saif": sorted(saif), "default": dict(sorted(default.items()))}
 
 
 def hierarchical_figures(name, cfg, spec, figures_of, *, cached_only: bool = False) -> dict | None:
@@ -124,10 +149,14 @@ def hierarchical_figures(name, cfg, spec, figures_of, *, cached_only: bool = Fal
         record["timing"] = None
     record["power_mw"], src = _power_sum(pairs, "power_mw", "power_default_activity_mw")
     if record["power_mw"]:
-        record["power_mw"].update(activity_source="; ".join(sorted(src)), clock_mhz=record["clock_mhz"])
+        parts = activity_parts(recs)
+        record["power_mw"].update(activity_source="; ".join(sorted(src)), clock_mhz=record["clock_mhz"],
+                                  activity_parts=parts,
+                                  saif_parts=f"{len(parts['saif'])} of {len(parts['saif']) + len(parts['default'])}")
     record["power_default_activity_mw"], _ = _power_sum(pairs, "power_default_activity_mw")
     if record["power_default_activity_mw"]:
-        record["power_default_activity_mw"].update(activity_source="default", clock_mhz=record["clock_mhz"])
+        record["power_default_activity_mw"].update(activity_source="default", clock_mhz=record["clock_mhz"],
+                                                   activity=cfg.technology.default_activity)
     scaled = [(r.get("scaled"), c) for r, c in pairs]
     if all(s for s, _ in scaled):
         s0 = scaled[0][0]

@@ -8,7 +8,10 @@ the rest through the combinational logic (toolchain.md §6):
   ASAP7 flops get the complementary duty).
 
 A = TC / cycles (transitions per clock cycle; cycles from the clock's own toggle count) and
-D = T1 / (T0 + T1). Signal names are the SAIF hierarchy below the design's top instance joined with ``.``, which
+D = T1 / (T0 + T1). Constants on cell pins are moved to two input ports that never toggle (:func:`tie_constants`):
+Debian's OpenSTA 2.0.17 segfaults in ``report_power`` when it propagates activity from a constant that drives a
+gate with more than one load (a ``1'b0`` buffer feeding two NANDs is enough; the KVMU's netlists have such
+buffers), and the global-activity run, which propagates nothing, does not. Signal names are the SAIF hierarchy below the design's top instance joined with ``.``, which
 is how Yosys names nets after ``flatten`` (``a.wp__en``), with bus bits as ``name[i]``.
 """
 
@@ -20,7 +23,7 @@ from pathlib import Path
 
 from vrex.errors import VrexError
 
-__all__ = ["Saif", "read_saif", "activity_tcl", "normalise_net"]
+__all__ = ["Saif", "read_saif", "activity_tcl", "normalise_net", "tie_constants", "TIE_PORTS"]
 
 _SIGNAL = re.compile(r"^\s*\((\S+)\s+\(T0 (\d+)\)\s+\(T1 (\d+)\).*?\(TC (\d+)\)")
 
@@ -119,3 +122,39 @@ def activity_tcl(saif: Saif, netlist_text: str, flop_nets) -> tuple[str, dict]:
     coverage = {"input_bits": n_in, "input_bits_annotated": n_in_hit, "flop_outputs": n_ff,
                 "flop_outputs_annotated": n_ff_hit, "cycles": saif.cycles}
     return "\n".join(lines) + "\n", coverage
+
+
+# The power netlist's constant sources: input ports with activity 0 and duty 0 / 1 (tie_constants).
+TIE_PORTS = {"0": "vrex_tie0", "1": "vrex_tie1"}
+_LITERAL = re.compile(r"(\d+)'b([01xz]+)")
+
+
+def _tied(m) -> str:
+    bits = [TIE_PORTS["1" if b == "1" else "0"] for b in m.group(2).rjust(int(m.group(1)), "0")]
+    return bits[0] if len(bits) == 1 else "{" + ", ".join(bits) + "}"
+
+
+def tie_constants(netlist_text: str, top: str) -> tuple[str, str, int]:
+    """The netlist with every constant on a cell pin or an ``assign`` right-hand side replaced by the tie ports
+    (``x`` / ``z`` bits by the 0 port), the OpenSTA commands that give the ties activity 0, and how many constants
+    were replaced. For the SAIF power run only (the netlist's area and timing are the mapped netlist's)."""
+    out, count = [], 0
+    for line in netlist_text.splitlines(keepends=True):
+        s = line.lstrip()
+        if s.startswith(".") or s.startswith("assign "):
+            head, eq, rhs = line.partition("=") if s.startswith("assign ") else ("", "", line)
+            rhs, n = _LITERAL.subn(_tied, rhs)
+            count += n
+            line = head + eq + rhs
+        out.append(line)
+    text = "".join(out)
+    if count:
+        header = re.compile(rf"^(module\s+{re.escape(top)}\s*\()(.*?\);)", re.M | re.S)
+        if not header.search(text):
+            raise VrexError(f"cannot find module {top} in the mapped netlist to tie its constants")
+        ports = ", ".join(TIE_PORTS.values())
+        decl = "".join(f"\n  input {p};" for p in TIE_PORTS.values())
+        text = header.sub(lambda m: f"{m.group(1)}{ports}, {m.group(2)}{decl}", text, count=1)
+    tcl = "".join(f"set_power_activity -input_ports [get_ports {{{p}}}] -activity 0 -duty {v}\n"
+                  for v, p in TIE_PORTS.items()) if count else ""
+    return text, tcl, count

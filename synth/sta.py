@@ -24,14 +24,14 @@ from .stopwatch import lap
 __all__ = ["run_sta", "run_timing", "run_power"]
 
 
-def _header(mapped, lib, clock_mhz: float, tech) -> str:
+def _header(mapped, lib, clock_mhz: float, tech, netlist: str | None = None) -> str:
     libs = [f.name for f in lib.files] + ([mapped.macro_lib.name] if mapped.macro_lib else [])
     period = (1000.0 / clock_mhz) / lib.time_unit_ns
     load = tech.output_load_pf / lib.cap_unit_pf
     reads = "\n".join(f"read_liberty {f}" for f in libs)
     return f"""\
 {reads}
-read_verilog {mapped.netlist.name}
+read_verilog {netlist or mapped.netlist.name}
 link_design {mapped.top}
 create_clock -name clk -period {period:.6g} [get_ports clk]
 set vrex_inputs [delete_from_list [all_inputs] [get_ports clk]]
@@ -61,8 +61,8 @@ def run_sta(tcl: str, work: Path, name: str) -> str:
     if proc.returncode < 0:
         raise ToolFailedError(f"OpenSTA crashed (signal {-proc.returncode}) on {script}; Debian's OpenSTA 2.0.17 "
                               "(2019) is known to crash in report_power on some netlists when the activity is "
-                              "propagated from SAIF annotations (seen on the DRE mapped to ASAP7); a newer OpenSTA "
-                              f"may not. Log: {log}")
+                              "propagated from SAIF annotations (a constant driving a gate with several loads is "
+                              f"tied to a port for that reason, vrex.synth.saif.tie_constants). Log: {log}")
     if proc.returncode or re.search(r"^Error", out, re.M):
         tail = "\n  ".join(out.strip().splitlines()[-8:])
         raise ToolFailedError(f"OpenSTA failed on {script} (log: {log}):\n  {tail}")
@@ -93,14 +93,15 @@ puts "VREX_WNS [worst_slack -max]"
 
 
 def run_power(mapped, lib, clock_mhz: float, tech, *, activity_tcl: str | None = None,
-              default_activity: float = 0.1, tag: str = "default") -> dict:
-    """``report_power`` in mW: internal, switching, leakage, total (+ the macro group)."""
+              default_activity: float = 0.1, tag: str = "default", netlist: str | None = None) -> dict:
+    """``report_power`` in mW: internal, switching, leakage, total (+ the macro group). ``netlist``: a file in the
+    mapped folder to read instead of the mapped netlist (the SAIF run's, with its constants tied)."""
     if activity_tcl is None:
         annot = f"set_power_activity -global -activity {default_activity:g} -duty 0.5\n"
     else:
         (mapped.directory / f"activity_{tag}.tcl").write_text(activity_tcl)
         annot = f"source activity_{tag}.tcl\n"
-    out = run_sta(_header(mapped, lib, clock_mhz, tech) + annot + "report_power -digits 8\n", mapped.directory,
+    out = run_sta(_header(mapped, lib, clock_mhz, tech, netlist) + annot + "report_power -digits 8\n", mapped.directory,
                f"sta_power_{tag}")
     rows = {}
     for name in ("Sequential", "Combinational", "Macro", "Pad", "Total"):

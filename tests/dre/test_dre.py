@@ -103,8 +103,11 @@ def test_cocotb_catches_a_wrong_reference(simulator, work_dir):
 
 
 def test_generic_figures_are_the_blocks_plus_counters():
+    # the flat DRE under the config that asks for it: the slow tier's flat figures (test_dre_figures.py) then reuse
+    # this Yosys run (same emitted folder); the blocks under tiny share theirs with the report tests
     cfg = BY_ID["dre-tiny"].config()
-    dre, hcu, wtu, kvmu = (generic_figures(emit(c, cfg)) for c in ("dre", "hcu", "wtu", "kvmu"))
+    dre = generic_figures(emit("dre", cfg.with_overrides({"technology.dre_figures": "flat"})))
+    hcu, wtu, kvmu = (generic_figures(emit(c, cfg)) for c in ("hcu", "wtu", "kvmu"))
     # the status counters, their registered increments and the WTU-active flag; the increments are 1 bit (`cycles`
     # adds a constant), but the two row sums, which are `last` (1 bit) × the row's field
     dre_block = DRE.from_config(cfg)          # built for its signature only, never elaborated

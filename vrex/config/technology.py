@@ -40,6 +40,11 @@ class TechnologyConfig(_Section):
         "hierarchical", "How the DRE's figures are measured: hierarchical (the HCU, WTU and KVMU records, each "
                         "synthesised alone, plus the DRE's glue: counters and wiring) or flat (the DRE top synthesised "
                         "whole; slower). The RTL is the same either way.", omit_from_hash_at="hierarchical")
+    glue_activity_max_parts: int = param(
+        16, "A glue's SAIF power comes from its composite's bench run on the whole composite when the composite has "
+            "at most this many part instances (the tiny core 11, the edge DRE 3, the edge DPE 64); above it the "
+            "glue keeps the default activity and says why (a Verilator build of the whole edge DPE would dominate "
+            "the report).", min=0, omit_from_hash_at=16)
     synth_effort: Literal["fast", "full"] = param(
         "fast", "ABC effort of the library mapping: fast (strash, dc2, map, then buffering and sizing) or full "
                 "(Yosys's default script with SAT sweeping and choices; ~50x slower on the WTU).")

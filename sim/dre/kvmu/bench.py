@@ -28,7 +28,7 @@ from pathlib import Path
 
 from vrex.golden.dre.kvmu import Job, KVMUModel, mask_beats, random_kvmu_jobs
 
-__all__ = ["JOB_KIND", "KVMUBench", "make_bench", "run_bench", "measure_cycles", "digest", "region_diffs",
+__all__ = ["JOB_KIND", "KVMUBench", "make_bench", "activity_bench", "run_bench", "measure_cycles", "digest", "region_diffs",
            "final_diffs", "pack_job", "expected_for", "record_data", "page_checksum", "PAGE_BYTES", "TIER_OF_PORT",
            "AXI_PREFIX", "address_pattern", "pattern_word"]
 
@@ -307,6 +307,18 @@ def _page_sums(cfg, parts, model) -> list:
     images = {"device": model.device, "host": model.host}
     return [[tier, page * PAGE_BYTES, page_checksum(images[tier].read(page * PAGE_BYTES, PAGE_BYTES), beat)]
             for tier in ("device", "host") for page in sorted(touched[tier])]
+
+
+def activity_bench(cfg, *, transactions: int, seed: int, p_valid: float, p_ready: float):
+    """The power stimulus (vrex.synth.activity): a random session of about ``transactions / 8`` jobs with the AXI
+    memories never pausing, and what the record says of it. On a map whose resident ring is larger than the
+    session (the edge config's auto capacity) nothing is evicted, so the data engines stay idle: ``evicted_bytes``
+    says so."""
+    bench = make_bench(cfg, n=max(cfg.kvmu_map.contexts, transactions // 8), seed=seed, p_valid=p_valid,
+                       p_ready=p_ready, p_pause=0.0, min_tokens=cfg.model.tokens_per_frame, name="kvmu-saif")
+    host = sum(b[2] for e in bench.expected for b in e["bursts"]["host"] if b[0] == "AW")
+    return bench, {"kind": "random", "evicted_bytes": host * cfg.kvmu_map.beat_bytes,
+                   "reason": "KVMU jobs (random session; recorded sessions are replayed by its tests)"}
 
 
 def run_bench(emitted, bench: KVMUBench, simulator: str, work_dir, *, waves: bool = False, build_args=(),
