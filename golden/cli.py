@@ -96,7 +96,10 @@ def _cmd_golden(args) -> int:
     if args.e2e and args.trace != "llm-video":
         raise UsageError("--e2e runs the LLM itself with retrieval in its attention; use it with --trace llm-video.")
     outputs = {key: output_file(getattr(args, key), option) for key, option in
-               (("json", "--json"), ("plot", "--plot"), ("save_trace", "--save-trace")) if getattr(args, key)}
+               (("json", "--json"), ("plot", "--plot"), ("pareto", "--pareto"), ("save_trace", "--save-trace"))
+               if getattr(args, key)}
+    if args.pareto and not args.e2e:
+        raise UsageError("--pareto plots the end-to-end results against traffic; add --e2e.")
     cfg, trace, layers, heads, opts = _load(args)
     written = []
     if args.save_trace:
@@ -146,6 +149,10 @@ def _cmd_golden(args) -> int:
         from vrex.golden.evaluation.plot import plot_ratios
 
         written.append(str(plot_ratios(report, outputs["plot"])))
+    if args.pareto:
+        from vrex.golden.evaluation.plot import plot_e2e_pareto
+
+        written.append(str(plot_e2e_pareto(report, outputs["pareto"])))
     print(f"golden: {d['kind']} trace, {len(methods)} methods, config {cfg.name} ({cfg.hash()}) in "
           f"{report['run']['seconds']:.1f} s (engine {report['run']['engine']}, torch {report['run']['torch']}); "
           + (f"wrote {', '.join(written)}" if written else "nothing written (--json / --plot write the report)"))
@@ -249,6 +256,8 @@ def register(sub) -> None:
                    help="--e2e: the methods run in the loop (default: every method of --methods)")
     g.add_argument("--json", metavar="OUT", help="write the full report as JSON")
     g.add_argument("--plot", metavar="OUT.png", help="plot retrieval ratio per layer and KV head")
+    g.add_argument("--pareto", metavar="OUT.png", help="--e2e: plot e2e KL and top-1 of every method against the KV "
+                   "it fetched (the traffic-agreement trade per model)")
     g.add_argument("--save-trace", metavar="OUT", help="also save the trace (.pt/.npz/.safetensors)")
     g.add_argument("--quiet", "-q", action="store_true", help="no per-layer progress on stderr")
     g.set_defaults(func=_cmd_golden)

@@ -70,6 +70,7 @@ def test_golden_subsets_and_matched_budget(capsys, tmp_path):
     (["--methods", "resv,magic"], "--methods: unknown method 'magic'"),
     (["--budget", "lots"], "--budget 'lots': use paper, matched, or a fraction in (0, 1]."),
     (["--budget", "matched", "--methods", "rekv"], "--budget matched needs the resv method in the run."),
+    (["--pareto", "p.png"], "--pareto plots the end-to-end results against traffic; add --e2e."),
 ])
 def test_golden_errors_are_one_line(capsys, argv, message):
     code, out, err = run(capsys, "golden", "-c", "tiny", "--frames", "9", "-q", *argv)
@@ -104,3 +105,21 @@ def test_golden_runs_a_user_trace_file_with_a_layer_subset(capsys, tmp_path):
     code, out, err = run(capsys, "golden", "-c", "tiny", "--trace", str(path), "--methods", "resv,rekv", "-q")
     assert code == 0, err
     assert "file trace" in out and "1 layers × 2 KV heads" in out
+
+
+def test_pareto_plot_of_e2e_results(tmp_path):
+    from vrex.golden.evaluation.plot import plot_e2e_pareto
+
+    def method(frame, text, kl, top1):
+        return {"frame": {"retrieval_ratio": frame}, "text": {"retrieval_ratio": text},
+                "e2e": {"logit_kl": kl, "top1_agreement": top1}}
+
+    report = {"config": "tiny", "config_hash": "0" * 12, "trace": {"kind": "llm-video", "tokens": 100},
+              "methods": {"resv": method(0.2, 0.05, 0.1, 0.7), "resv_row@0.9": method(0.02, None, 0.2, 0.7),
+                          "rekv": method(0.6, 0.3, 0.15, 0.8), "oracle_topp": method(0.01, 0.01, 0.07, 0.8)}}
+    out = plot_e2e_pareto(report, tmp_path / "p.png")
+    assert out.stat().st_size > 5000
+    for r in report["methods"].values():
+        del r["e2e"]
+    with pytest.raises(ValueError, match="no end-to-end results"):
+        plot_e2e_pareto(report, tmp_path / "q.png")
