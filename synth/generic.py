@@ -7,7 +7,7 @@ import json
 import re
 
 from .memories import find_memories, swap_srams
-from .yosys import STRUCTURAL_CHECK, read_stat, run_yosys
+from .yosys import STRUCTURAL_CHECK, read_stat, run_yosys, synthesis_source
 
 __all__ = ["generic_figures", "structural_check", "LIGHT_ABC"]
 
@@ -19,7 +19,8 @@ LIGHT_ABC = "+strash;dc2;map"
 
 def structural_check(emitted) -> None:
     """Yosys ``check -assert`` plus no latches; raises ToolFailedError naming the problem."""
-    script = f"read_verilog -sv {emitted.verilog.name}\nhierarchy -check -top {emitted.top}\n{STRUCTURAL_CHECK}"
+    source = synthesis_source(emitted.verilog, emitted.directory, *_memory_policy(emitted))
+    script = f"read_verilog -sv {source}\nhierarchy -check -top {emitted.top}\n{STRUCTURAL_CHECK}"
     run_yosys(script, emitted.directory, "check")
 
 
@@ -53,7 +54,7 @@ def generic_figures(emitted) -> dict:
     top = emitted.top
     mode, min_bits = _memory_policy(emitted)
     coarse = f"""\
-read_verilog -sv {emitted.verilog.name}
+read_verilog -sv {synthesis_source(emitted.verilog, d, mode, min_bits)}
 hierarchy -check -top {top}
 {STRUCTURAL_CHECK}synth -top {top} -run :fine
 write_json generic_coarse.json

@@ -34,7 +34,7 @@ from pathlib import Path
 from vrex.errors import ToolFailedError
 
 from .memories import MemoryInfo, find_memories, macro_liberty, swap_srams
-from .yosys import read_stat, run_yosys_once
+from .yosys import read_stat, run_yosys_once, synthesis_source
 
 __all__ = ["MappedDesign", "abc_delay_target_ps", "liberty_args", "map_design"]
 
@@ -100,18 +100,18 @@ def map_design(emitted, lib, cfg, work: Path, *, clock_mhz: float, sram_model=No
     work = Path(work)
     work.mkdir(parents=True, exist_ok=True)
     lib.copy_into(work)
-    (work / emitted.verilog.name).write_text(emitted.verilog.read_text())
+    tech = cfg.technology
+    verilog = synthesis_source(emitted.verilog, work, tech.memories, tech.sram_min_bits)
     top = emitted.top
     run_yosys_once(f"""\
-read_verilog -sv {emitted.verilog.name}
+read_verilog -sv {verilog}
 hierarchy -check -top {top}
 synth -top {top} -run :fine
 opt_expr -mux_bool -mux_undef
 opt_clean
 write_json coarse.json
-""", work, "coarse", [emitted.verilog.name], ["coarse.json"])
+""", work, "coarse", [verilog], ["coarse.json"])
     design = json.loads((work / "coarse.json").read_text())
-    tech = cfg.technology
     memories = find_memories(design, tech.memories, tech.sram_min_bits)
     srams = [m for m in memories if m.kind == "sram"]
     if srams and sram_model is None:
