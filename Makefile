@@ -11,10 +11,10 @@ report: env
 	$(VENV)/bin/vrex report
 
 test: env
-	$(VENV)/bin/python -m pytest -n $(PYTEST_WORKERS)
+	$(VENV)/bin/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal
 
 test-long: env
-	$(VENV)/bin/python -m pytest -n $(PYTEST_WORKERS) -m slow
+	$(VENV)/bin/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal -m slow
 
 clean:
 	rm -rf build

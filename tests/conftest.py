@@ -66,7 +66,8 @@ def simulators():
 # at the end of the run. tests/durations.json holds measured seconds of the long tests (scripts/test_durations.py
 # writes it from a `pytest --durations` log); they are scheduled first, longest first, and every other test keeps
 # its place after them. A test that uses a module-scoped fixture moves with its whole module, so the fixture is set
-# up once per worker as before. Unknown or renamed tests simply keep their collection order.
+# up once per worker as before. Unknown or renamed tests simply keep their collection order. Under `--dist worksteal`
+# (the Makefile's) the long tests are dealt to the workers' first slices so that every worker starts on its own.
 DURATIONS_FILE = os.path.join(os.path.dirname(__file__), "durations.json")
 
 
@@ -89,6 +90,19 @@ def _block(item) -> str:
     return item.nodeid
 
 
+def _worksteal_workers(config) -> int:
+    """The number of pytest-xdist workers when they use ``--dist worksteal``, else 0. Its first hand-out gives worker
+    k the k-th of n contiguous slices of the collection (``len // n`` items each, the last ones take the rest); an
+    idle worker then steals half of the busiest one's queue from its tail."""
+    if getattr(config.option, "dist", "no") != "worksteal":
+        return 0
+    count = os.environ.get("PYTEST_XDIST_WORKER_COUNT") or getattr(config.option, "numprocesses", None)
+    try:
+        return int(count)
+    except (TypeError, ValueError):
+        return 0
+
+
 def pytest_collection_modifyitems(session, config, items):
     seconds = _known_durations()
     if not seconds:
@@ -96,6 +110,26 @@ def pytest_collection_modifyitems(session, config, items):
     blocks: dict[str, list] = {}
     for item in items:
         blocks.setdefault(_block(item), []).append(item)
-    key = {b: max(seconds.get(i.nodeid, 0.0) for i in its) for b, its in blocks.items()}
+    key = {b: sum(seconds.get(i.nodeid, 0.0) for i in its) for b, its in blocks.items()}
     order = sorted(blocks, key=lambda b: -key[b])        # stable: equal keys (0 = unknown) keep collection order
+    workers = _worksteal_workers(config)
+    if workers > 1:
+        # Longest-processing-time first over the workers' first slices: each slice starts with its share of the long
+        # tests, longest first (otherwise the first worker's slice holds all of them and runs them one after the
+        # other while the others steal only from its tail), then untimed tests fill the slices to their sizes.
+        slices: list[list[str]] = [[] for _ in range(workers)]
+        loads, counts = [0.0] * workers, [0] * workers
+        sizes, left = [], len(items)
+        for k in range(workers):
+            sizes.append(left // (workers - k))
+            left -= sizes[-1]
+        for b in order:
+            if key[b] > 0:
+                k = loads.index(min(loads))
+            else:
+                k = next((j for j in range(workers) if counts[j] < sizes[j]), workers - 1)
+            slices[k].append(b)
+            loads[k] += key[b]
+            counts[k] += len(blocks[b])
+        order = [b for part in slices for b in part]
     items[:] = [i for b in order for i in blocks[b]]
