@@ -187,6 +187,7 @@ def write_json_atomic(path: Path, data: dict) -> None:
 
 def _library_figures(record, name, cfg, emitted, lib, clock, folder, missing, *, sta_ok, verilator_ok, activity,
                      n_txn, stimulus, p_valid, p_ready, say):
+    from .hierarchy import part_outputs
     from .mapped import abc_delay_target_ps, flop_state_nets, map_design
     from .register_overhead import register_overhead_ps
     from .saif import activity_tcl, read_saif, tie_constants
@@ -205,6 +206,7 @@ def _library_figures(record, name, cfg, emitted, lib, clock, folder, missing, *,
     record["register_overhead_ps"] = overhead if sta_ok else None
     say(f"mapping to {lib.name} (Yosys + ABC)")
     mapped = map_design(emitted, lib, cfg, work, clock_mhz=clock, sram_model=model, register_overhead_ps=overhead)
+    mapped.part_outputs = part_outputs(name, cfg, mapped.directory / mapped.netlist.name)
     record.update({"area_um2": mapped.area_um2, "logic_area_um2": mapped.logic_area_um2,
                    "area_breakdown": mapped.area_breakdown, "cells": mapped.cells, "cell_types": mapped.cell_types,
                    "sequential_area_um2": mapped.sequential_area_um2,

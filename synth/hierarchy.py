@@ -14,9 +14,13 @@ and the composite's figures are the instance counts times the parts' plus the gl
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 from vrex.hdl.registry import parts_of
 
-__all__ = ["hierarchical_figures", "dependency_waves", "leaf_members", "activity_parts", "default_reason"]
+__all__ = ["hierarchical_figures", "dependency_waves", "leaf_members", "activity_parts", "default_reason",
+           "part_outputs"]
 
 _SUMMED = ("area_um2", "logic_area_um2", "sequential_area_um2", "cells")
 _POWER = ("internal", "switching", "leakage", "total", "memory", "sequential", "combinational")
@@ -191,3 +195,19 @@ def hierarchical_figures(name, cfg, spec, figures_of, *, cached_only: bool = Fal
         return None
     record["meta"] = {"git": git_revision(), "tools": figure_tools(), "hierarchical": True}
     return record
+
+
+def part_outputs(component: str, cfg, netlist: Path) -> tuple[str, ...]:
+    """The output ports of glue ``component``'s mapped ``netlist`` that feed its parts: those of the glue's signature
+    members that the composite's signature lacks (the parts' flipped signatures, hdl/lxe/parts.py: ``lane0``,
+    ``tree3``, ``hcu``…; a member ``p`` is the ports ``p__*``). Empty for a component that is no glue."""
+    from vrex.hdl.registry import COMPONENTS, get_component
+
+    glue = get_component(component)          # registers every component
+    composite = next((s for s in COMPONENTS.values() if s.glue == component), None)
+    if composite is None:
+        return ()
+    glue_members = set(glue.build(cfg).signature.members)
+    parts = sorted(glue_members - set(composite.build(cfg).signature.members))
+    outputs = re.findall(r"^\s*output\s+(?:\[[^\]]*\]\s*)?(\S+?)\s*;", Path(netlist).read_text(), re.M)
+    return tuple(o for o in outputs if any(o.startswith(f"{p}__") for p in parts))

@@ -14,6 +14,7 @@ used by the mapper (sky130's low-power, probe and delay cells, toolchain.md §5.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import json
@@ -26,7 +27,7 @@ from pathlib import Path
 from vrex.errors import VrexError
 from vrex.paths import build_dir, pdk_dir, pdk_source
 
-__all__ = ["LibertyError", "Library", "CellInfo", "resolve_library", "KNOWN_LIBRARIES"]
+__all__ = ["input_pin_cap", "LibertyError", "Library", "CellInfo", "resolve_library", "KNOWN_LIBRARIES"]
 
 
 class LibertyError(VrexError):
@@ -276,3 +277,30 @@ def _default_buffer(cells: dict[str, CellInfo]) -> str:
         raise LibertyError("the library has no buffer cell to drive the inputs; set technology.input_drive_cell.")
     bufs.sort()
     return bufs[len(bufs) // 2][1] if len(bufs) > 2 else bufs[0][1]
+
+
+@functools.lru_cache(maxsize=None)
+def _input_pin_cap(files: tuple[Path, ...], cell: str) -> float | None:
+    pattern = re.compile(r"^\s*cell\s*\(\s*\"?" + re.escape(cell) + r"\"?\s*\)", re.M)
+    for f in files:
+        text = _read_text(f)
+        m = pattern.search(text)
+        if not m:
+            continue
+        nxt = re.compile(r"^\s*cell\s*\(", re.M).search(text, m.end())
+        body = text[m.end():nxt.start() if nxt else len(text)]
+        caps = [float(c.group(1)) for pm in re.finditer(r"^\s*pin\s*\(.*?(?=^\s*pin\s*\(|\Z)", body, re.M | re.S)
+                if re.search(r'^\s*direction\s*:\s*"?input', pm.group(0), re.M)
+                for c in [re.search(r"^\s*capacitance\s*:\s*([0-9.eE+-]+)", pm.group(0), re.M)] if c]
+        return max(caps) if caps else None
+    return None
+
+
+def input_pin_cap(lib: Library, cell: str | None = None) -> float:
+    """The largest input-pin capacitance of ``cell`` (default: the library's input driving cell), in the library's
+    capacitance unit: the load a block's input presents when the block's own flow drives it with that cell."""
+    cap = _input_pin_cap(tuple(lib.files), cell or lib.drive_cell)
+    if cap is None:
+        raise LibertyError(f"cell {cell or lib.drive_cell!r} of the library {lib.name} has no input pin with a "
+                           "capacitance; set technology.input_drive_cell to one of its buffer cells.")
+    return cap

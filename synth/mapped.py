@@ -52,6 +52,7 @@ class MappedDesign:
     sequential_area_um2: float
     memories: list[MemoryInfo] = field(default_factory=list)
     macro_lib: Path | None = None
+    part_outputs: tuple[str, ...] = ()   # a glue's output ports that feed its parts (synth/sta.py loads them)
 
 
 def _abc_script(effort: str, target_ps: float) -> str:

@@ -2,7 +2,8 @@
 
 Constraints (so that timing is meaningful): one clock on ``clk`` with the requested period, input and output
 delays of 0 against it (a register-to-register budget for every port), the config's input driving cell on every
-data input and ``technology.output_load_pf`` on every output. The period, delays and loads are given in the
+data input and ``technology.output_load_pf`` on every output, except a glue's outputs that feed its parts: one input
+pin of the driving cell each (:func:`_part_loads`). The period, delays and loads are given in the
 library's own units (ASAP7 uses ps and fF).
 
 Power is ``report_power`` with either the global default activity (``set_power_activity -global``, toggles per
@@ -24,6 +25,22 @@ from .stopwatch import lap
 __all__ = ["run_sta", "run_timing", "run_power"]
 
 
+def _part_loads(mapped, lib) -> str:
+    """``set_load`` of a glue's outputs that feed its parts: one input pin of the input driving cell each.
+
+    A glue's part-facing outputs are not outputs of the chip: each goes to a part's input, and the part's own
+    figures time that input as driven by the driving cell (``set_driving_cell``), so the glue's side of the net is
+    that cell's input pin. ``technology.output_load_pf`` on them (as before) hung the whole fan-out of a broadcast on
+    one unbuffered driver: the edge VPE glue's operand bit fans out to 64 lanes, 64 × 10 fF on ASAP7, 1.27 ns before
+    the first gate (docs/decisions.md T1)."""
+    ports = getattr(mapped, "part_outputs", ())
+    if not ports:
+        return ""
+    from .liberty import input_pin_cap
+
+    return f"set_load {input_pin_cap(lib):.6g} [get_ports {{{' '.join(ports)}}}]\n"
+
+
 def _header(mapped, lib, clock_mhz: float, tech, netlist: str | None = None) -> str:
     libs = [f.name for f in lib.files] + ([mapped.macro_lib.name] if mapped.macro_lib else [])
     period = (1000.0 / clock_mhz) / lib.time_unit_ns
@@ -39,7 +56,7 @@ set_input_delay 0 -clock clk $vrex_inputs
 set_output_delay 0 -clock clk [all_outputs]
 set_driving_cell -lib_cell {lib.drive_cell} $vrex_inputs
 set_load {load:.6g} [all_outputs]
-"""
+{_part_loads(mapped, lib)}"""
 
 
 def run_sta(tcl: str, work: Path, name: str) -> str:
