@@ -202,12 +202,14 @@ def part_outputs(component: str, cfg, netlist: Path) -> tuple[str, ...]:
     members that the composite's signature lacks (the parts' flipped signatures, hdl/lxe/parts.py: ``lane0``,
     ``tree3``, ``hcu``…; a member ``p`` is the ports ``p__*``). Empty for a component that is no glue."""
     from vrex.hdl.registry import COMPONENTS, get_component
+    from vrex.hdl.unused import silence_unused
 
     glue = get_component(component)          # registers every component
     composite = next((s for s in COMPONENTS.values() if s.glue == component), None)
     if composite is None:
         return ()
-    glue_members = set(glue.build(cfg).signature.members)
-    parts = sorted(glue_members - set(composite.build(cfg).signature.members))
+    built = glue.build(cfg), composite.build(cfg)      # for their signatures only, never elaborated
+    silence_unused(list(built))
+    parts = sorted(set(built[0].signature.members) - set(built[1].signature.members))
     outputs = re.findall(r"^\s*output\s+(?:\[[^\]]*\]\s*)?(\S+?)\s*;", Path(netlist).read_text(), re.M)
     return tuple(o for o in outputs if any(o.startswith(f"{p}__") for p in parts))
