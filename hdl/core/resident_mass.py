@@ -15,7 +15,7 @@ from amaranth.lib.wiring import In, Out
 
 from vrex.errors import ConfigError
 from vrex.hdl.arith import named, sum_tree
-from vrex.hdl.dre.wtu.exp import exp_lut
+from vrex.hdl.dre.wtu.exp import exp_lut, register_queue
 from vrex.hdl.dre.wtu.lanes import clamp, masked_max, reduce_tree, register_cut, rotate
 
 __all__ = ["ResidentMassGeometry", "ResidentMass", "resident_scores_layout", "resident_mass_layout",
@@ -328,7 +328,7 @@ class ResidentMass(wiring.Component):
         saturate = over_any | (total[Z:].any() if len(total) > Z else 0)
         res_sum = named(m, Mux(meta[2], Mux(saturate, zmax, total[:Z]), 0), "res_sum", Z)
         res_max = named(m, Mux(meta[2], meta[1], 0), "res_max", signed(B))
-        _row_queue(m, self.resident, meta[0], Cat(res_max, res_sum), pop)
+        register_queue(m, "rowq", self.resident, meta[0], Cat(res_max, res_sum), ROW_QUEUE, pop)
         return m
 
 
@@ -363,19 +363,6 @@ def _flat(m, name, value, sat):
     r = Signal(name=f"{name}_sat")
     m.d.sync += [v.eq(value if len(value) else 0), r.eq(sat)]
     return v, r
-
-
-def _row_queue(m, port, push, data_in, pop):
-    """A :data:`ROW_QUEUE`-entry register queue feeding stream ``port`` (``push`` writes ``data_in``; the row
-    credits guarantee room). The payload is an entry register, defined while not valid."""
-    entries = [Signal(len(data_in), name=f"rowq_e{i}") for i in range(ROW_QUEUE)]
-    head, tail, count = Signal(range(ROW_QUEUE)), Signal(range(ROW_QUEUE)), Signal(range(ROW_QUEUE + 1))
-    m.d.comb += [port.valid.eq(count != 0), port.payload.eq(Array(entries)[head])]
-    with m.If(push):
-        m.d.sync += [Array(entries)[tail].eq(data_in), tail.eq(Mux(tail == ROW_QUEUE - 1, 0, tail + 1))]
-    with m.If(pop):
-        m.d.sync += head.eq(Mux(head == ROW_QUEUE - 1, 0, head + 1))
-    m.d.sync += count.eq(count + push - pop)
 
 
 def _delay(m, name, values):

@@ -19,7 +19,8 @@ from vrex.hdl.arith import named, popcount, sum_tree
 from vrex.hdl.dre.wtu.lanes import clamp, lane_valid, reduce_tree, register_cut, rotate
 from vrex.hdl.dre.wtu.layouts import (WTUGeometry, wtu_counts_layout, wtu_group_layout, wtu_row_layout, wtu_scores_layout)
 
-__all__ = ["ExpWTU", "STAGE_CUTS", "RATIO_SEGMENTS", "exp_latencies", "accumulator_slots", "exp_lut"]
+__all__ = ["ExpWTU", "STAGE_CUTS", "RATIO_SEGMENTS", "exp_latencies", "accumulator_slots", "exp_lut",
+           "register_queue"]
 
 # Optional register boundaries of the lane datapath, in the order ``pipeline_stages`` adds them: after the multiply,
 # after the per-slot adder trees, after the LUT, between the window mask and the accumulate, after the octave shift,
@@ -183,8 +184,8 @@ class ExpWTU(wiring.Component):
         row_load, group_load = Signal(), Signal()
         row_next = Signal(wtu_row_layout(g))
         group_next = Signal(wtu_group_layout(g))
-        row_room = _out_queue(m, "rowq", self.row, row_load, row_next, OUT_QUEUE)
-        group_room = _out_queue(m, "groupq", self.group, group_load, group_next, OUT_QUEUE)
+        row_room = register_queue(m, "rowq", self.row, row_load, row_next, OUT_QUEUE)
+        group_room = register_queue(m, "groupq", self.group, group_load, group_next, OUT_QUEUE)
 
         # ---- stage M (memory / input register) and stage A (capture) --------------------------------------------
         issue, load_accept = Signal(), Signal()
@@ -521,12 +522,15 @@ class ExpWTU(wiring.Component):
         return m
 
 
-def _out_queue(m, name, port, push, data_in, depth):
-    """A ``depth``-entry queue of registers feeding stream ``port``: ``push`` writes ``data_in``; returns the room
-    it has this cycle (free entries plus the one the port hands over now), which is what may be in flight."""
+def register_queue(m, name, port, push, data_in, depth, pop=None):
+    """A ``depth``-entry queue of registers feeding stream ``port``: ``push`` writes ``data_in`` (the caller
+    guarantees room); ``pop`` is the port's handshake (``port.valid & port.ready`` unless the caller has it named
+    already). Returns the room it has this cycle (free entries plus the one the port hands over now), which is what
+    may be in flight. The payload is an entry register, defined while not valid."""
     entries = [Signal.like(data_in, name=f"{name}_e{i}") for i in range(depth)]
     head, tail, count = Signal(range(depth)), Signal(range(depth)), Signal(range(depth + 1))
-    pop = named(m, port.valid & port.ready, f"{name}_pop")
+    if pop is None:
+        pop = named(m, port.valid & port.ready, f"{name}_pop")
     m.d.comb += [port.valid.eq(count != 0), port.payload.eq(Array(entries)[head])]
     with m.If(push):
         m.d.sync += [Array(entries)[tail].eq(data_in), tail.eq(Mux(tail == depth - 1, 0, tail + 1))]
