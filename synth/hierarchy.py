@@ -201,14 +201,15 @@ def part_outputs(component: str, cfg, netlist: Path) -> tuple[str, ...]:
     """The output ports of glue ``component``'s mapped ``netlist`` that feed its parts: those of the glue's signature
     members that the composite's signature lacks (the parts' flipped signatures, hdl/lxe/parts.py: ``lane0``,
     ``tree3``, ``hcu``…; a member ``p`` is the ports ``p__*``). Empty for a component that is no glue."""
-    from vrex.hdl.registry import COMPONENTS, get_component
+    from vrex.hdl.registry import get_component
     from vrex.hdl.unused import silence_unused
 
-    glue = get_component(component)          # registers every component
-    composite = next((s for s in COMPONENTS.values() if s.glue == component), None)
+    from .activity import composite_of
+
+    composite = composite_of(component)
     if composite is None:
         return ()
-    built = glue.build(cfg), composite.build(cfg)      # for their signatures only, never elaborated
+    built = get_component(component).build(cfg), get_component(composite).build(cfg)   # signatures only
     silence_unused(list(built))
     parts = sorted(set(built[0].signature.members) - set(built[1].signature.members))
     outputs = re.findall(r"^\s*output\s+(?:\[[^\]]*\]\s*)?(\S+?)\s*;", Path(netlist).read_text(), re.M)
