@@ -3,8 +3,9 @@
 :class:`LxeNumerics` plugs the LXE's number formats (:mod:`.numerics`) into the ReSV session
 (:class:`vrex.golden.resv.session.ReSVPolicy` and its :class:`~vrex.golden.resv.cluster_table.ClusterTable`): BF16 hashing on
 the MAC tree, FP32 key sums and BF16 means on the VPE, scores on the MAC tree and the VPE's fixed-point
-conversion. Everything else (preload staging, the HCU assignment, WiCSum, aggregation, residency) is the session's
-own code, unchanged.
+conversion; with ``resv.threshold_mass = row`` also the resident keys' scores, from which the session derives each
+row's resident input (:func:`vrex.golden.dre.wtu.exp.resident_mass`). Everything else (preload staging, the HCU
+assignment, WiCSum, aggregation, residency) is the session's own code, unchanged.
 
 :func:`core_session` runs that session on one layer for the first ``steps`` steps of a trace and records, per step
 and KV head (a *context* of the core), exactly what the core's sequencer hands its blocks and what it must leave in
@@ -71,6 +72,13 @@ class LxeNumerics:
         q = bf16_rows(rows)
         return torch.tensor([[score(self.p, row, m) for m in means] for row in q], dtype=torch.int64).reshape(
             len(q), len(means))
+
+    def resident_scores(self, context, rows: torch.Tensor, key_ids: torch.Tensor) -> torch.Tensor:
+        """``(rows, keys)`` WTU scores of float query rows against the layer's own BF16 keys ``key_ids`` (the keys
+        a row attends anyway, ``resv.threshold_mass = row``): the same MAC-tree dot product and VPE ``fixed`` with
+        the same constant as the cluster scores (docs/formats.md §Core, "The resident input", step 1)."""
+        keys = self.keys[context]
+        return self.scores(rows, [keys[k] for k in key_ids.tolist()])
 
 
 @dataclass(frozen=True)

@@ -165,12 +165,10 @@ class ReSVPolicy(RetrievalPolicy):
     def __init__(self, cfg, *, name: str = "resv", engine: str = "tensor", recorder: JobRecorder | None = None,
                  numerics=None):
         """``numerics``: hashing, key sums, means and scores in another number format than float (the LXE's:
-        :class:`vrex.golden.core.session.LxeNumerics`); its scores are already in the WTU's format."""
+        :class:`vrex.golden.core.session.LxeNumerics`); its scores, the resident keys' ones of
+        ``resv.threshold_mass = row`` included, are already in the WTU's format."""
         if engine not in ("tensor", "reference"):
             raise ValueError(f"unknown engine {engine!r}")
-        if numerics is not None and cfg.resv.threshold_mass == "row":
-            raise VrexError("resv.threshold_mass = row is not in the core's LXE numerics yet (the core's "
-                            "resident-mass input is still to come); run the session in float.")
         self.cfg, self.name, self.engine, self.recorder = cfg, name, engine, recorder
         self.numerics = numerics
         self.cluster_stats: list[dict] = []
@@ -258,7 +256,7 @@ class ReSVPolicy(RetrievalPolicy):
             q, saturated = quantize_counted(scores, w.score_bits, w.score_frac_bits)
         st.scores += q.numel()
         st.saturated += saturated
-        rmass = self._resident_input(st, resident) if resident is not None else None
+        rmass = self._resident_input(st, resident, quantized) if resident is not None else None
         sat = counts.clamp(max=(1 << w.count_bits) - 1)
         cap = w.row_capacity
         if N > cap and r.row_overflow == "error":
@@ -313,13 +311,18 @@ class ReSVPolicy(RetrievalPolicy):
             st.nothing_rows += int((~masks.any(1)).sum())
             st.nothing_jobs += int(not masks.any())
 
-    def _resident_input(self, st: _WTUStats, resident):
-        """The WTU's resident-mass input of every row from the float scores of the keys it attends anyway: quantised
-        like the cluster scores (log2 units, round half to even, saturating), then ``(max (R,), total (R,))`` by the
-        tensor twin, and with ``engine = "reference"`` also per row by :func:`resident_mass` (the third item)."""
+    def _resident_input(self, st: _WTUStats, resident, quantized: bool = False):
+        """The WTU's resident-mass input of every row from the scores of the keys it attends anyway: float scores
+        are quantised like the cluster scores (log2 units, round half to even, saturating; ``quantized``: already
+        WTU-format integers, the LXE numerics'), then ``(max (R,), total (R,))`` by the tensor twin, and with
+        ``engine = "reference"`` also per row by :func:`resident_mass` (the third item)."""
         w = self.cfg.dre.wtu
         values, attended = resident
-        rq, saturated = quantize_counted(torch.where(attended, values * LOG2E, 0.0), w.score_bits, w.score_frac_bits)
+        if quantized:
+            rq, saturated = torch.where(attended, values, 0), 0
+        else:
+            rq, saturated = quantize_counted(torch.where(attended, values * LOG2E, 0.0), w.score_bits,
+                                             w.score_frac_bits)
         st.resident_scores += int(attended.sum())
         st.resident_saturated += saturated
         p = ExpParams.from_config(self.cfg)
@@ -374,7 +377,9 @@ class ReSVPolicy(RetrievalPolicy):
                     m_h = means if c is not None else means[:, h * d:(h + 1) * d]
                     scores = rows @ m_h.T / math.sqrt(d)
                 resident = None
-                if row_mass:
+                if row_mass and self.numerics is not None:
+                    resident = (self.numerics.resident_scores(c, rows, res_keys), attended)
+                elif row_mass:
                     k_res = self.keys[c][res_keys] if c is not None else self.keys[c][res_keys, h * d:(h + 1) * d]
                     resident = (rows @ k_res.to(rows.dtype).T / math.sqrt(d), attended)
                 per_head[h] = self._row_masks(scores, counts, cand, label, ctx.step.substage,

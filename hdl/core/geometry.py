@@ -106,6 +106,10 @@ class CoreGeometry:
             ("resv.predict_from", r.predict_from, r.predict_from == "same_layer",
              "must be same_layer for the core: a layer's step is scored with its own queries."),
             ("resv.dense_layers", r.dense_layers, r.dense_layers == 0, "must be 0 for the core (no dense layers)."),
+            ("resv.threshold_mass", r.threshold_mass, r.threshold_mass == "offloaded",
+             "must be offloaded for the core: its sequencer does not produce the row rule's resident input yet "
+             "(docs/formats.md §Core, \"Driving the resident-mass unit from the sequencer\"); the golden core "
+             "session and the DRE run the row rule."),
             ("resv.retrieval_scope", r.retrieval_scope, r.retrieval_scope == "offloaded",
              "must be offloaded for the core: a WTU row holds the clusters with offloaded members."),
             ("resv.score_transform", r.score_transform, r.score_transform != "exp",

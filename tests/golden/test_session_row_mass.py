@@ -177,10 +177,3 @@ def test_online_selections_equal_the_trace_evaluation(trace):
         assert 0 <= stages["frame"]["fetched_nothing"] <= 1
     assert logs["off"] == on and any(len(f) for sel in on.values() for f in sel)
     assert rep["resv"]["resv"]["wtu"]["frame"]["rows_fetching_nothing"] is not None
-
-
-def test_core_numerics_refuse_the_row_rule():
-    from vrex.errors import VrexError
-
-    with pytest.raises(VrexError, match="not in the core's LXE numerics yet"):
-        ReSVPolicy(ROW, numerics=object())
