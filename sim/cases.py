@@ -199,6 +199,13 @@ CORE_CASES = [
     Case("core-tiny-exp2", "tiny", {**_KVMU_SMALL, **EXP2, "resv.recent_window_tokens": 8,
                                     "dre.kvmu.device_capacity_bytes": 32768 + 4 * 33 * 64, "perf.kv_sizes": [128],
                                     "lxe.dpe_read_stages": 0}),
+    # the row-mass rule on the tiny exp2 core (issue 23): the resident pass of S (sinks, window and step keys scored,
+    # the resident-mass unit, its pairs on the WTU's row beats); 2 sinks so both record sources are exercised
+    Case("core-tiny-row", "tiny", {**_KVMU_SMALL, **EXP2, "resv.recent_window_tokens": 8, "resv.sink_tokens": 2,
+                                   "resv.threshold_mass": "row", "resv.row_mass_p": 0.7,
+                                   "resv.text_row_mass_p": 0.8,
+                                   "dre.kvmu.device_capacity_bytes": 32768 + 4 * 35 * 64, "perf.kv_sizes": [128],
+                                   "lxe.dpe_read_stages": 0}),
     # between tiny and edge for the retrieval-path cycle model (vrex.sim.core.cycle_model): head_dim 32 (four DPE
     # beats per head vector), 8 DPE trees and VPE lanes (12-bit codes: two hash passes, the second with 4 zero
     # trees; three HCU slices), 8-candidate score groups

@@ -11,7 +11,8 @@ from vrex.synth.verilog import emit
 _LXE_SMALL = [c for c in LXE_CASES if c.id in ("lxe-tiny", "tree16-cuts-lanes8")]
 TABLES = {"hamming_lanes": HAMMING_LANES_CASES, "hcu": HCU_CASES, "wtu": WTU_CASES, "dre": DRE_CASES,
           "kvmu": KVMU_CASES, "mac_tree": LXE_CASES, "dpe": _LXE_SMALL + DPE_CASES, "vpe": _LXE_SMALL,
-          "lxe": LXE_CASES[:1], "core": LXE_CASES[:1] + [c for c in CORE_CASES if c.id == "core-tiny-short-window"],
+          "lxe": LXE_CASES[:1], "core": LXE_CASES[:1] + [c for c in CORE_CASES if c.id in ("core-tiny-short-window",
+                                                                                             "core-tiny-row")],
           "resident_mass": RESIDENT_MASS_CASES}
 # the cases built on the edge config (the paper's widths) are linted and checked in the slow tier: they are the
 # longest Verilator and Yosys runs, and the tiny cases of every component keep the default tier's coverage

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from amaranth.lib import data
 
 from vrex.errors import ConfigError
+from .resident_mass import ResidentMassGeometry
 
 __all__ = ["CoreGeometry", "command_layout", "response_layout", "CORE_CAUSES", "bf16_bits"]
 
@@ -94,6 +95,8 @@ class CoreGeometry:
     kvmu_context_bits: int
     counter_bits: int
     bank_bits: int          # core.memory_bank_bits: the widest SRAM macro of the sequencer's memories
+    window: int = 0         # resv.recent_window_tokens
+    resident: ResidentMassGeometry | None = None   # resv.threshold_mass = row: the resident-mass unit's widths
 
     @classmethod
     def from_config(cls, cfg) -> "CoreGeometry":
@@ -106,10 +109,15 @@ class CoreGeometry:
             ("resv.predict_from", r.predict_from, r.predict_from == "same_layer",
              "must be same_layer for the core: a layer's step is scored with its own queries."),
             ("resv.dense_layers", r.dense_layers, r.dense_layers == 0, "must be 0 for the core (no dense layers)."),
-            ("resv.threshold_mass", r.threshold_mass, r.threshold_mass == "offloaded",
-             "must be offloaded for the core: its sequencer does not produce the row rule's resident input yet "
-             "(docs/formats.md §Core, \"Driving the resident-mass unit from the sequencer\"); the golden core "
-             "session and the DRE run the row rule."),
+            ("resv.include_current_frame", r.include_current_frame,
+             r.threshold_mass != "row" or r.include_current_frame,
+             "must be true for the core with resv.threshold_mass = row: a row's resident keys are then a prefix of "
+             "sinks, window and step keys (the resident-mass unit's lane mask)."),
+            ("lxe.dpe_trees", x.dpe_trees, r.threshold_mass != "row" or (
+                x.dpe_trees % w.lanes == 0 and x.dpe_trees & (x.dpe_trees - 1) == 0),
+             f"must be a power of two and a multiple of dre.wtu.lanes ({w.lanes}) for the core with "
+             "resv.threshold_mass = row: the resident keys go in groups of dpe_trees, and a group's scores fill "
+             "whole beats of the resident-mass unit."),
             ("resv.retrieval_scope", r.retrieval_scope, r.retrieval_scope == "offloaded",
              "must be offloaded for the core: a WTU row holds the clusters with offloaded members."),
             ("resv.score_transform", r.score_transform, r.score_transform != "exp",
@@ -154,7 +162,8 @@ class CoreGeometry:
                    km.record_bytes, cm.entry_base, cm.list_base, cm.map_base, cm.sum_base, cm.mean_base,
                    cm.item_bytes, k.axi_addr_bits, k.axi_data_bits, k.axi_id_bits, r.preload == "fill",
                    bf16_bits(cfg.score_scale), cfg.core.score_fifo_depth, _bits(2 * km.table_clusters),
-                   _bits(km.contexts), cfg.dre.counter_bits, cfg.core.memory_bank_bits)
+                   _bits(km.contexts), cfg.dre.counter_bits, cfg.core.memory_bank_bits, r.recent_window_tokens,
+                   ResidentMassGeometry.from_config(cfg) if r.threshold_mass == "row" else None)
 
     # ---- derived ------------------------------------------------------------------------------------------------
 
@@ -184,6 +193,11 @@ class CoreGeometry:
     def rows(self) -> int:
         """WTU rows of the longest step for one KV head."""
         return self.max_tokens * self.group
+
+    @property
+    def resident_keys_max(self) -> int:
+        """Keys a row attends whatever is fetched, at most: the sinks, the recent window and the step."""
+        return self.sinks + self.window + self.max_tokens
 
     @property
     def token_bits(self) -> int:

@@ -8,6 +8,8 @@ Why one file of over 500 lines: the FSM is one ``with m.FSM()`` block whose stat
 handles; split by phase, one state machine would be scattered over files.
 """
 
+from types import SimpleNamespace
+
 from amaranth import Cat, Const, Mux, Signal
 from amaranth.lib import data
 
@@ -25,7 +27,7 @@ M_HASH, M_SCORE, M_ADD, M_MUL = range(4)
 
 # state name prefix -> phase index (vrex.hdl.core.sequencer.PHASES); other states count as none
 STATE_PHASES = {"X_": 0, "H_": 1, "C_": 2, "A_": 2, "S_SCAN": 3, "S_COUNTS": 3, "S_G": 3, "S_W": 3, "S_ST": 3,
-                "S_DRAIN": 3, "S_ROWS": 4, "S_SEL": 4, "S_MASK": 4, "K_": 5, "R_": 6}
+                "S_DRAIN": 3, "S_RES": 3, "S_ROWS": 4, "S_SEL": 4, "S_MASK": 4, "K_": 5, "R_": 6}
 CAUSE = {name: 1 << k for k, name in enumerate(CORE_CAUSES)}
 
 
@@ -110,6 +112,23 @@ def build_fsm(seq, m, s):
     rt = Signal(range(g.max_tokens + 1), name="record_token")
     sweep = Signal(range(g.contexts + 1), name="sweep")
 
+    RM = g.resident is not None                         # resv.threshold_mass = row: the resident pass of S
+    if RM:
+        mass = Signal(name="resident_pass")             # S_ST streams a resident-key group (not a candidate group)
+        kj = Signal(range(g.resident_keys_max + T + 1), name="resident_key")
+        slot = Signal(range(max(2, g.ring_tokens)), name="resident_slot")
+        raddr = Signal(g.addr_bits, name="resident_record")
+        res_off = Signal(s.ab, name="resident_offset")  # lines from a row's cluster scores to its resident scores
+        res_lines = Signal(s.ab, name="resident_lines")
+        rwb = Signal(range(g.resident_keys_max // L + T + 2), name="resident_beat")
+        t_o, q_o = Signal(range(g.max_tokens + 1), name="resident_token"), Signal(range(g.group + 1),
+                                                                                  name="resident_query")
+        n_win = Signal(s.TB + 2, name="window_tokens")
+        m.d.comb += n_win.eq(s.next_tok - ws)
+        n_fix = g.sinks + n_win                         # sinks and window: the keys every row of the step attends
+        n_res = n_fix + cmd.tokens
+        res_groups = (n_res + T - 1) >> _log2(T)
+        res_beats = res_groups * (T // L)
     T_cmd = cmd.tokens
     t_tok = tb + a_idx                                  # token (within the step) of the current assignment
     next_tok = s.next_tok
@@ -468,8 +487,12 @@ def build_fsm(seq, m, s):
             k = s.LN // (32 * L) if 32 * L < s.LN else 1
             lines = w * ratio if ratio else (w + k - 1) >> _log2(k)
             wlines = groups * g.lines_per_pass
+            cl_lines = Mux(wlines > lines, wlines, lines)
+            if RM:                      # a row's resident scores follow its cluster scores in the scratch
+                m.d.sync += [res_off.eq(cl_lines), res_lines.eq(res_groups * g.lines_per_pass)]
             m.d.sync += [W.eq(w), lr.eq(lines), wr_beats.eq(w if ratio else lines * k),
-                         s.row_lines.eq(Mux(wlines > lines, wlines, lines)), s.rows.eq(T_cmd * g.group)]
+                         s.row_lines.eq(cl_lines + res_groups * g.lines_per_pass if RM else cl_lines),
+                         s.rows.eq(T_cmd * g.group)]
             with m.If(ovf):
                 m.d.sync += [s.causes.eq(s.causes | CAUSE["row_overflow"]), n_c.eq(0)]
             with m.If(ovf | (n_c == 0)):
@@ -543,16 +566,37 @@ def build_fsm(seq, m, s):
                             m.d.sync += [qj.eq(0), jB.eq(0), vbase.eq(vbase + g.query_heads * B)]
                         with m.If(r_i == s.rows - 1):
                             m.d.sync += [gi_.eq(gi_ + 1), wi.eq(0)]
-                            with m.If(gi_ == groups - 1):
-                                m.next = "S_DRAIN"
-                            with m.Else():
-                                m.next = "S_WL"
+                            if RM:
+                                with m.If(mass):
+                                    with m.If(kj >= n_res):
+                                        m.next = "S_RES_DRAIN"
+                                    with m.Else():
+                                        m.next = "S_RES_W"
+                                with m.Elif(gi_ == groups - 1):
+                                    m.next = "S_DRAIN"
+                                with m.Else():
+                                    m.next = "S_WL"
+                            else:
+                                with m.If(gi_ == groups - 1):
+                                    m.next = "S_DRAIN"
+                                with m.Else():
+                                    m.next = "S_WL"
+        drained = (inflight == 0) & s.fifo.empty & s.sram_idle
+
+        def to_rows():
+            m.d.sync += [rbase.eq(cmd.scratch), rl.eq(0), r_i.eq(0), orow.eq(0), wbo.eq(0), s.mode.eq(M_ADD)]
+            m.next = "S_ROWS"
+
         with state("S_DRAIN"):
             m.d.comb += s.busy.eq(1)
-            with m.If((inflight == 0) & s.fifo.empty & s.sram_idle):
-                m.d.sync += [rbase.eq(cmd.scratch), rl.eq(0), r_i.eq(0), orow.eq(0), wbo.eq(0),
-                             s.mode.eq(M_ADD)]
-                m.next = "S_ROWS"
+            with m.If(drained):
+                if RM:
+                    m.next = "S_RES_START"
+                else:
+                    to_rows()
+        if RM:
+            from .resident_pass import resident_pass
+            resident_pass(m, SimpleNamespace(**locals()), state, to_rows)
         with state("S_ROWS"):          # score rows from the scratch to the WTU
             m.d.comb += s.busy.eq(1)
             with m.If(r_i < s.rows):
@@ -567,6 +611,9 @@ def build_fsm(seq, m, s):
                          s.r_wtu.o_ready.eq(Mux(keep, sco.ready, 1))]
             for lane in range(L):
                 m.d.comb += sco.payload.scores[lane].eq(s.r_wtu.o_data.word_select(lane, 32)[:g.score_bits])
+            if RM:                      # the row's resident input, read on its first beat (on every beat here)
+                m.d.comb += [s.pair_r.addr.eq(orow), sco.payload.res_max.eq(s.pair_r.data.res_max),
+                             sco.payload.res_sum.eq(s.pair_r.data.res_sum)]
             with m.If(s.r_wtu.o_valid & s.r_wtu.o_ready):
                 m.d.sync += wbo.eq(wbo + 1)
                 with m.If(wbo == wr_beats - 1):

@@ -19,7 +19,9 @@ Per KV head (a *context*, ``layer · kv_heads + head``) the sequencer runs these
     the cluster entries are scanned for candidates (offloaded members), the WTU gets their counts; groups of
     ``trees`` candidates' mean keys are loaded into the DPE (from ``hct``) and the step's query rows stream from the
     SRAM; the VPE's ``fixed`` op gives the WTU scores, written row-major into the SRAM scratch; the rows then go to
-    the WTU; its group mask (candidate positions) becomes the KVMU's cluster mask.
+    the WTU; its group mask (candidate positions) becomes the KVMU's cluster mask. With ``resv.threshold_mass = row``
+    a resident pass comes first (hdl/core/resident_pass.py): the keys every row attends anyway are scored the same
+    way and the resident-mass unit gives each row the WTU's resident input.
 ``K`` the KVMU's response; ``R`` the step's K|V records written into their ring slots (after the response).
 
 Operands come from the LXE SRAM at the command's line addresses; the HC table is in device DRAM behind ``hct``
@@ -43,6 +45,7 @@ from .geometry import CORE_CAUSES, CoreGeometry, command_layout, response_layout
 from .muxes import onehot, select
 from .phases import DPE, KEY, M_ADD, M_HASH, M_MUL, M_SCORE, REC, WBUF, WTU, build_fsm
 from .reciprocal import Reciprocal
+from .resident_mass import ResidentMass, resident_mass_layout
 from .resize import Resize
 
 __all__ = ["Sequencer", "SEQUENCER_COUNTERS", "PHASES"]
@@ -309,6 +312,19 @@ class Sequencer(wiring.Component):
         with m.If(gi.valid & gi.ready):
             m.d.comb += gm_w.en.eq(1)
             m.d.sync += gcount.eq(gcount + 1)
+
+        # ==== resident input (resv.threshold_mass = row): resident-key scores -> the WTU's (res_max, res_sum) =====
+        if g.resident is not None:
+            rg = g.resident
+            m.submodules.resident_mass = rmu = ResidentMass(rg)
+            pair_layout = resident_mass_layout(rg)
+            m.submodules.pairs = pairs = Memory(shape=pair_layout, depth=max(2, g.rows), init=[])
+            pair_w, pair_r = pairs.write_port(), pairs.read_port(domain="comb")
+            n_pairs = Signal(range(g.rows + 1), name="resident_pairs")
+            m.d.comb += [rmu.resident.ready.eq(1), pair_w.addr.eq(n_pairs), pair_w.data.eq(rmu.resident.payload),
+                         pair_w.en.eq(rmu.resident.valid)]
+            with m.If(rmu.resident.valid):
+                m.d.sync += n_pairs.eq(n_pairs + 1)
 
         names = {k: val for k, val in locals().items() if k not in ("self", "m")}
         self._phase = build_fsm(self, m, SimpleNamespace(**names))

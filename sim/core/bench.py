@@ -20,6 +20,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from vrex.errors import VrexError
 from vrex.golden.core import core_session, frame_steps, record_bytes, write_context
 from vrex.golden.core.numerics import bf16_rows
 from vrex.golden.dre.hcu.reference import hcu_assign
@@ -118,6 +119,17 @@ def sram_layout(cfg, tokens: int) -> dict:
     return {"planes": planes, "keys": keys, "values": values, "queries": queries, "scratch": scratch}
 
 
+def scratch_lines(g, tokens: int, candidates: int, resident_keys: int = 0) -> int:
+    """Scratch lines one context's S phase writes: per row (token × query head) its cluster scores (S_SCAN_END's
+    stride: the larger of the score passes' lines and the WTU beats' lines) and, with ``resv.threshold_mass = row``,
+    its ``resident_keys`` scores in groups of ``trees`` (docs/formats.md §Core)."""
+    words = -(-candidates // g.wtu_lanes)
+    lines = -(-words * 32 * g.wtu_lanes // g.line_bits)
+    cluster = max(-(-candidates // g.trees) * g.lines_per_pass, lines)
+    resident = -(-resident_keys // g.trees) * g.lines_per_pass if g.resident is not None else 0
+    return tokens * g.group * (cluster + resident)
+
+
 def _lines(rows: list[list[int]], n: int) -> list[int]:
     """BF16 vectors as SRAM lines of ``n`` elements (element e of a line at bits 16e..16e+15)."""
     out = []
@@ -192,6 +204,14 @@ def make_bench(cfg, *, n: int = 16, seed: int = 1, p_valid: float = 0.7, p_ready
     out = []
     for st in steps:
         t0, t1 = st.start, st.start + st.tokens
+        for c in st.contexts:
+            if c.wtu_job is not None:
+                need = lay["scratch"] + scratch_lines(g, st.tokens, len(c.candidates),
+                                                      g.sinks + t0 - st.window_start + st.tokens)
+                if need > x.sram_words:
+                    raise VrexError(f"step {st.index} needs {need} SRAM lines (operands and the score scratch) but "
+                                    f"the LXE SRAM has {x.sram_words} (lxe.sram_words); use shorter steps or a larger "
+                                    "SRAM.")
         sram = []
         for base, tensor in ((lay["keys"], data.k), (lay["values"], data.v), (lay["queries"], data.q)):
             flat = [row for t in range(t0, t1) for row in bf16_rows(tensor[t])]

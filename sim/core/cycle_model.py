@@ -19,12 +19,13 @@ What each state costs (``R(n)`` / ``W(n)``: one HC-table transfer of n beats, a 
 - S score: the entry scan ``R(clusters)``, the count beats (the WTU takes one per cycle), per group the mean-key
   loads (``R(Bm) + 3`` per candidate, ``B + 1`` per zero tree) and the query rows, whose score writes take the SRAM
   port before reads: a small cycle loop of reads, passes in flight (the FIFO's credit) and line writes;
+- S score with ``resv.threshold_mass = row``: the resident pass (:func:`_resident_states`);
 - S select: the rows to the WTU (:func:`vrex.golden.dre.wtu.linear.wtu_row_cycles` per row, the WTU's own exact
   model), the mask translation (a loop over the candidates, as the FSM does) and one cycle per mask beat;
 - K: one cycle; R: ``tokens · W(Br)``.
 
 **Exact** (equal to the RTL's counters on every command of ``core-tiny-short-window``, ``core-medium``,
-``core-tiny-slow-hcu`` and ``core-tiny-exp2``, tests/core/test_core.py) for X, H, C, S score and R under the bench's memory (the Python AXI
+``core-tiny-slow-hcu``, ``core-tiny-exp2`` and ``core-tiny-row``, tests/core/test_core.py) for X, H, C, S score and R under the bench's memory (the Python AXI
 slave without pauses: an address is taken in its first cycle, data follow the next). C includes the waits for the
 HCU's assignments, from the HCU's exact model (:func:`vrex.golden.dre.hcu.reference.hcu_cycles`: an item reaches
 its engine 2 cycles after its handshake, a decision waits for the output register). **Bounded**: S select and K
@@ -75,6 +76,7 @@ class ContextCounts:
     overflow: bool = False        # more candidates than a WTU row holds
     kvmu: dict = field(default_factory=dict)             # the KVMU's work on the context's job (its golden model's
     #                                                      counts: table accesses, bursts, AXI beats)
+    resident_fixed: int = 0       # resv.threshold_mass = row: the sinks and window keys every row attends (records)
 
 
 @dataclass(frozen=True)
@@ -99,11 +101,16 @@ class Params:
     dpe_latency: int
     vpe_stages: int
     table_clusters: int
+    resident_latency: int = 0     # resv.threshold_mass = row: the resident-mass unit's latency (0: no resident pass)
+    sinks: int = 0
+    window: int = 0
 
 
 def model_parameters(cfg) -> Params:
     from vrex.hdl.core.geometry import CoreGeometry
     from vrex.hdl.lxe.dpe import dpe_latency
+
+    from vrex.hdl.core.resident_mass import resident_mass_latency
 
     g = CoreGeometry.from_config(cfg)
     x = cfg.lxe
@@ -111,7 +118,8 @@ def model_parameters(cfg) -> Params:
                   g.fill_preload, g.frame_tokens, g.fifo_depth, g.lines_per_pass, g.line_bits,
                   4 * g.head_dim // g.beat_bytes, 2 * g.head_dim // g.beat_bytes, 4 * g.head_dim // g.beat_bytes,
                   g.row_capacity, dpe_latency(x.mac_cuts, x.mac_norm_stages, x.dpe_read_stages), x.vpe_stages,
-                  g.table_clusters)
+                  g.table_clusters, resident_mass_latency(g.resident) if g.resident is not None else 0, g.sinks,
+                  g.window)
 
 
 def _rd(n):
@@ -124,8 +132,10 @@ def _wr(n):
 
 # ---- the score passes: reads, the FIFO's credit, the score writes -----------------------------------------------
 
-def _score_passes(p: Params, groups: int, rows: int, wl_cycles: list[int]) -> tuple[list[int], int]:
-    """Cycles of each group's S_ST and of S_DRAIN. ``wl_cycles[g]``: the weight loads before group g (no SRAM use).
+def _score_passes(p: Params, groups: int, rows: int, wl_cycles: list) -> tuple[list[int], int, list[int]]:
+    """Cycles of each group's S_ST, of S_DRAIN and of each group's weight loads. ``wl_cycles[g]``: the weight loads
+    before group g, cycles without SRAM use, or a list of ``("fixed", n)`` (n cycles without SRAM use) and
+    ``("read", n)`` (n SRAM line reads, each in a cycle the score writes leave free).
     A pass's scores are in the FIFO ``lat`` cycles after its last read was issued; its ``lpp`` lines are written
     one per cycle, before any read (the SRAM port's priority), the FIFO's next word readable the cycle after a pop;
     a pass's first read waits for a FIFO credit (``fifo_depth`` passes in flight)."""
@@ -134,7 +144,7 @@ def _score_passes(p: Params, groups: int, rows: int, wl_cycles: list[int]) -> tu
     head, sub, next_ok = 0, 0, 0
     inflight = 0
     t = 0
-    st = []
+    st, wl = [], []
 
     def write_slot(now):
         """Does a score write take the port at cycle ``now``? (advances the FIFO head)"""
@@ -149,9 +159,17 @@ def _score_passes(p: Params, groups: int, rows: int, wl_cycles: list[int]) -> tu
         return False
 
     for g in range(groups):
-        for _ in range(wl_cycles[g]):
-            write_slot(t)
-            t += 1
+        ops = wl_cycles[g] if isinstance(wl_cycles[g], list) else [("fixed", wl_cycles[g])]
+        loads = t
+        for kind, n in ops:
+            b = 0
+            while b < n:
+                if write_slot(t) and kind == "read":
+                    t += 1
+                    continue
+                b += 1
+                t += 1
+        wl.append(t - loads)
         start = t
         for r in range(rows):
             b = 0
@@ -173,7 +191,7 @@ def _score_passes(p: Params, groups: int, rows: int, wl_cycles: list[int]) -> tu
     while head < len(ready):
         write_slot(t)
         t += 1
-    return st, t - start + 1
+    return st, t - start + 1, wl
 
 
 # ---- the VPE's add and mul of one head vector -------------------------------------------------------------------
@@ -287,16 +305,46 @@ def context_states(p: Params, c: ContextCounts) -> list[tuple[str, int]]:
             for g in range(groups):
                 real = min(p.T, n_c - g * p.T)
                 wl.append(real * (1 + 1 + _rd(p.Bm) + 1) + (p.T - real) * (1 + p.B) + 1)
-            st, drain = _score_passes(p, groups, rows, wl)
+            st, drain, _ = _score_passes(p, groups, rows, wl)
             for g in range(groups):
                 add("S_WL", wl[g]), add("S_ST", st[g])
             add("S_DRAIN", drain)
+            if p.resident_latency:
+                _resident_states(p, c, rows, add)
             add("S_ROWS", sum(c.wtu_row_cycles[:-1]) + W + 1)
             add("S_SEL", c.wtu_row_cycles[-1] - W + 2)
         out.extend(_mask_states(p, c, n_c))
     add("K_WAIT", 1)
     add("R_WRITE", c.tokens * _wr(p.Br))
     return out
+
+
+def _resident_states(p: Params, c: ContextCounts, rows: int, add) -> None:
+    """The resident pass (``resv.threshold_mass = row``, hdl/core/resident_pass.py): per group of T resident keys
+    the weight loads (a sink or window key: ``1 + R(Bm) + 1``, a step key: 1 + its B SRAM reads + 1, a zero tree:
+    ``1 + B``; then 1), the rows' score passes as S_ST, the drain; then every row's resident lines through the
+    resident-mass unit, one beat per cycle from the second cycle, the last row's pair ``resident_latency`` cycles
+    after its last beat (rows of at least ⌈latency / 3⌉ beats stream back to back, the unit's own limit)."""
+    n_fix, n_res = c.resident_fixed, c.resident_fixed + c.tokens
+    groups = -(-n_res // p.T)
+    wl = []
+    for g in range(groups):
+        ops = []
+        for k in range(g * p.T, (g + 1) * p.T):
+            if k < n_fix:
+                ops.append(("fixed", 1 + _rd(p.Bm) + 1))
+            elif k < n_res:
+                ops += [("fixed", 1), ("read", p.B), ("fixed", 1)]
+            else:
+                ops.append(("fixed", 1 + p.B))
+        wl.append(ops + [("fixed", 1)])
+    st, drain, loads = _score_passes(p, groups, rows, wl)
+    add("S_RES_START", 1)
+    for g in range(groups):
+        add("S_RES_W", loads[g]), add("S_ST", st[g])
+    add("S_RES_DRAIN", drain)
+    beats = groups * p.T // p.L
+    add("S_RES_ROWS", 1 + rows * max(beats, -(-p.resident_latency // 3)) + p.resident_latency + 1)
 
 
 def _mask_states(p: Params, c: ContextCounts, n_c: int) -> list[tuple[str, int]]:
@@ -392,10 +440,13 @@ def session_counts(cfg, steps, trace=None, layer: int = 0) -> list[list[ContextC
             rows = []
             cids = list(c.candidates or [])
             if c.wtu_job is not None:
-                rows = [wtu_row_cycles(r, c.wtu_job.counts, lanes=p.L, **timing).cycles for r in c.wtu_job.rows]
+                res = c.wtu_job.resident or [None] * len(c.wtu_job.rows)
+                rows = [wtu_row_cycles(r, c.wtu_job.counts, lanes=p.L, **timing, resident=m).cycles
+                        for r, m in zip(c.wtu_job.rows, res, strict=True)]
             sel = [bool(c.group_mask >> j & 1) for j in range(len(cids))] if c.group_mask is not None else []
             cmd.append(ContextCounts(exits, st.tokens, written.get(c.context, 0), kept, chunks, k_open,
-                                     len(c.table.counts), offl, cids, sel, rows, len(cids) > p.row_capacity))
+                                     len(c.table.counts), offl, cids, sel, rows, len(cids) > p.row_capacity,
+                                     resident_fixed=sinks + st.start - ws if p.resident_latency else 0))
             if kvmu is not None:
                 before = dict(kvmu.stats)
                 kvmu.run_job(c.kvmu_job)
@@ -439,7 +490,8 @@ def step_phases(params: dict, *, tokens: int, exits: int, n_open: int, tokens_pe
                            "hcu": [hcu_token_cycles] * n})
             left, k = left - n, k + n
         c = ContextCounts(exits, tokens, n_open, n_open, chunks, n_open, cand + n_open, cand > 0,
-                          list(range(cand)), [False] * cand, [wtu_row_cycles] * rows if cand else [])
+                          list(range(cand)), [False] * cand, [wtu_row_cycles] * rows if cand else [],
+                          resident_fixed=p.sinks + p.window)
         tot = dict.fromkeys(PHASES, 0)
         for state, n in context_states(p, c):
             ph = phase_of(state)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 __all__ = ["measure_cycles", "retrieval_path_cycles", "retrieval_path_record"]
 
-CHECKED_ON = ("core-tiny-short-window", "core-medium", "core-tiny-slow-hcu", "core-tiny-exp2")   # sim/cases.py, tests/core/test_core.py
+CHECKED_ON = ("core-tiny-short-window", "core-medium", "core-tiny-slow-hcu", "core-tiny-exp2", "core-tiny-row")   # sim/cases.py, tests/core/test_core.py
 PHASE_COUNTERS = ("exits_cycles", "hash_cycles", "cluster_cycles", "score_cycles", "select_cycles", "kvmu_cycles",
                   "records_cycles", "dpe_beats", "vpe_beats")
 

@@ -53,6 +53,36 @@ def test_exp2_retrieval_path_matches_the_golden_session_in_amaranth_sim():
         cfg, n=4, reference_hcu=mutants.hcu_ties_to_higher_slot, **kw)})
 
 
+def _row_mass_mutants(cfg, steps, **kw):
+    return {name: make_bench(cfg, n=steps, reference_wtu=getattr(mutants, name), **kw)
+            for name in ("wtu_row_mass_no_rescale", "wtu_row_mass_threshold_without_r")}
+
+
+def test_row_mass_retrieval_path_matches_the_golden_session_in_amaranth_sim():
+    """resv.threshold_mass = row: the resident pass of S scores the sinks and the window (K halves of their records
+    over hct) and the step's keys (SRAM) against the rows, the resident-mass unit turns each row's scores into the
+    WTU's resident input, and every WTU row and group beat is the golden session's (LXE numerics)."""
+    cfg = BY_ID["core-tiny-row"].config()
+    assert cfg.resv.threshold_mass == "row" and cfg.resv.sink_tokens > 0
+    kw = dict(seed=3, p_valid=0.6, p_ready=0.6, p_pause=0.25)
+    bench = make_bench(cfg, n=4, **kw)
+    result = run_amaranth(Core.from_config(cfg), bench, cfg)
+    _check(bench, result, _row_mass_mutants(cfg, 4, **kw))
+    assert result["counters"]["commands"] == len(bench.jobs)
+
+
+@pytest.mark.sim
+@pytest.mark.slow
+def test_row_mass_retrieval_path_matches_the_golden_session_on_verilator(work_dir):
+    """The row-mass core on Verilator for 12 steps: the ring of 33 slots wraps under the window's records."""
+    cfg = BY_ID["core-tiny-row"].config()
+    kw = dict(seed=2, p_valid=0.7, p_ready=0.7, p_pause=0.2)
+    bench = make_bench(cfg, n=12, **kw)
+    result = run_bench(emit("core", cfg), bench, "verilator", work_dir)
+    _check(bench, result, _row_mass_mutants(cfg, 12, **kw))
+    assert result["counters"]["commands"] == 12
+
+
 @pytest.mark.sim
 @pytest.mark.slow
 def test_retrieval_path_matches_the_golden_session_on_verilator(work_dir):
@@ -93,7 +123,7 @@ def test_cycle_model_matches_the_rtl_per_phase_and_command_on_the_tiny_core(tiny
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", ["core-medium", "core-tiny-slow-hcu", "core-tiny-exp2"])
+@pytest.mark.parametrize("case", ["core-medium", "core-tiny-slow-hcu", "core-tiny-exp2", "core-tiny-row"])
 def test_cycle_model_matches_the_rtl_per_phase_and_command_on_larger_cores(case):
     from vrex.sim.core.cycles import retrieval_path_cycles
 

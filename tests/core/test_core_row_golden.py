@@ -1,7 +1,8 @@
 """The core's golden session (LXE numerics) with resv.threshold_mass = row: each WTU row's resident input comes from
 the LXE's own scores of the keys the row attends anyway (the MAC tree's dot product of the BF16 query and the BF16
 key, VPE ``fixed`` with the cluster scores' constant), the recorded jobs replay through the WTU reference, the input
-changes what is fetched, and the RTL core refuses the mode until its sequencer produces the input."""
+changes what is fetched; the configs the core's resident pass does not cover are refused with the key. The RTL core
+against this session: tests/core/test_core.py."""
 
 import pytest
 
@@ -83,9 +84,15 @@ def test_the_resident_input_changes_what_is_fetched(session):
     assert all(not c.wtu_job.resident for _, c in _retrieving(offloaded))
 
 
-def test_the_rtl_core_refuses_the_row_rule_with_the_key():
+@pytest.mark.parametrize("override, key", [
+    ({"resv.include_current_frame": False}, "resv.include_current_frame"),
+    ({"lxe.dpe_trees": 2, "lxe.vpe_lanes": 2}, "lxe.dpe_trees"),
+])
+def test_row_configs_the_core_does_not_cover_are_rejected_with_the_key(override, key):
+    """The resident pass needs a row's resident keys to be a prefix (the step causally) and groups of dpe_trees keys
+    that fill whole beats of the resident-mass unit."""
     from vrex.hdl.core import CoreGeometry
 
-    with pytest.raises(ConfigError, match="resv.threshold_mass") as e:
-        CoreGeometry.from_config(ROW)
-    assert "resident input" in str(e.value)
+    CoreGeometry.from_config(ROW)                     # the row rule itself is covered
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        CoreGeometry.from_config(ROW.with_overrides(override))
