@@ -71,29 +71,30 @@ def test_row_mass_retrieval_path_matches_the_golden_session_in_amaranth_sim():
     assert result["counters"]["commands"] == len(bench.jobs)
 
 
+def _on_verilator(case, work_dir, seed, mutants_of, steps=12):
+    """12 steps of ``case`` on Verilator under random valid / ready and AXI pauses, its mutants caught."""
+    cfg = BY_ID[case].config()
+    kw = dict(seed=seed, p_valid=0.7, p_ready=0.7, p_pause=0.2)
+    bench = make_bench(cfg, n=steps, **kw)
+    result = run_bench(emit("core", cfg), bench, "verilator", work_dir)
+    _check(bench, result, mutants_of(cfg, steps, **kw))
+    c = result["counters"]
+    assert c["commands"] == steps and c["score_cycles"] > 0 and c["select_cycles"] > 0
+    return bench
+
+
 @pytest.mark.sim
 @pytest.mark.slow
 def test_row_mass_retrieval_path_matches_the_golden_session_on_verilator(work_dir):
     """The row-mass core on Verilator for 12 steps: the ring of 33 slots wraps under the window's records."""
-    cfg = BY_ID["core-tiny-row"].config()
-    kw = dict(seed=2, p_valid=0.7, p_ready=0.7, p_pause=0.2)
-    bench = make_bench(cfg, n=12, **kw)
-    result = run_bench(emit("core", cfg), bench, "verilator", work_dir)
-    _check(bench, result, _row_mass_mutants(cfg, 12, **kw))
-    assert result["counters"]["commands"] == 12
+    _on_verilator("core-tiny-row", work_dir, 2, _row_mass_mutants)
 
 
 @pytest.mark.sim
 @pytest.mark.slow
 def test_retrieval_path_matches_the_golden_session_on_verilator(work_dir):
-    cfg = BY_ID["core-tiny"].config()
-    kw = dict(seed=1, p_valid=0.7, p_ready=0.7, p_pause=0.2)
-    bench = make_bench(cfg, n=12, **kw)
-    result = run_bench(emit("core", cfg), bench, "verilator", work_dir)
-    _check(bench, result, _mutants(cfg, 12, **kw))
+    bench = _on_verilator("core-tiny", work_dir, 1, _mutants)
     assert bench.jobs[-1]["host_used"] > 0                   # the last step evicts a frame to the host tier
-    c = result["counters"]
-    assert c["commands"] == 12 and c["score_cycles"] > 0 and c["select_cycles"] > 0
 
 
 @pytest.fixture(scope="module")
