@@ -71,12 +71,13 @@ def test_row_mass_retrieval_path_matches_the_golden_session_in_amaranth_sim():
     assert result["counters"]["commands"] == len(bench.jobs)
 
 
-def _on_verilator(case, work_dir, seed, mutants_of, steps=12):
-    """12 steps of ``case`` on Verilator under random valid / ready and AXI pauses, its mutants caught."""
+def _on_simulator(case, work_dir, seed, mutants_of, steps=12, simulator="verilator"):
+    """``steps`` steps of ``case`` on a cocotb simulator under random valid / ready and AXI pauses, its mutants
+    caught."""
     cfg = BY_ID[case].config()
     kw = dict(seed=seed, p_valid=0.7, p_ready=0.7, p_pause=0.2)
     bench = make_bench(cfg, n=steps, **kw)
-    result = run_bench(emit("core", cfg), bench, "verilator", work_dir)
+    result = run_bench(emit("core", cfg), bench, simulator, work_dir)
     _check(bench, result, mutants_of(cfg, steps, **kw))
     c = result["counters"]
     assert c["commands"] == steps and c["score_cycles"] > 0 and c["select_cycles"] > 0
@@ -87,13 +88,20 @@ def _on_verilator(case, work_dir, seed, mutants_of, steps=12):
 @pytest.mark.slow
 def test_row_mass_retrieval_path_matches_the_golden_session_on_verilator(work_dir):
     """The row-mass core on Verilator for 12 steps: the ring of 33 slots wraps under the window's records."""
-    _on_verilator("core-tiny-row", work_dir, 2, _row_mass_mutants)
+    _on_simulator("core-tiny-row", work_dir, 2, _row_mass_mutants)
+
+
+@pytest.mark.sim
+@pytest.mark.slow
+def test_row_mass_retrieval_path_matches_the_golden_session_on_icarus(work_dir):
+    """The row-mass core on Icarus (4 steps, two of them retrieving: Icarus runs the core at ~300 cycles/s)."""
+    _on_simulator("core-tiny-row", work_dir, 3, _row_mass_mutants, steps=4, simulator="icarus")
 
 
 @pytest.mark.sim
 @pytest.mark.slow
 def test_retrieval_path_matches_the_golden_session_on_verilator(work_dir):
-    bench = _on_verilator("core-tiny", work_dir, 1, _mutants)
+    bench = _on_simulator("core-tiny", work_dir, 1, _mutants)
     assert bench.jobs[-1]["host_used"] > 0                   # the last step evicts a frame to the host tier
 
 
