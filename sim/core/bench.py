@@ -210,8 +210,8 @@ def make_bench(cfg, *, n: int = 16, seed: int = 1, p_valid: float = 0.7, p_ready
                                                       g.sinks + t0 - st.window_start + st.tokens)
                 if need > x.sram_words:
                     raise VrexError(f"step {st.index} needs {need} SRAM lines (operands and the score scratch) but "
-                                    f"the LXE SRAM has {x.sram_words} (lxe.sram_words); use shorter steps or a larger "
-                                    "SRAM.")
+                                    f"the LXE SRAM has {x.sram_words} (lxe.sram_kib = {x.sram_kib}); use shorter "
+                                    "steps or a larger lxe.sram_kib.")
         sram = []
         for base, tensor in ((lay["keys"], data.k), (lay["values"], data.v), (lay["queries"], data.q)):
             flat = [row for t in range(t0, t1) for row in bf16_rows(tensor[t])]

@@ -169,3 +169,15 @@ def test_configs_the_core_does_not_cover_are_rejected_with_the_key(override, key
     with pytest.raises(ConfigError) as e:
         CoreGeometry.from_config(cfg)
     assert key in str(e.value)
+
+
+def test_a_step_whose_scratch_does_not_fit_the_sram_is_refused():
+    """The bench (the host's side) refuses a step whose operands and score scratch (cluster + resident lines per
+    row) exceed the LXE SRAM, instead of letting the addresses wrap."""
+    from vrex.errors import VrexError
+    from vrex.sim.cases import Case
+
+    base = BY_ID["core-tiny-row"]
+    cfg = Case("small-sram", base.base, {**base.overrides, "lxe.sram_kib": 4}).config()
+    with pytest.raises(VrexError, match=r"needs \d+ SRAM lines .* but the LXE SRAM has 256 \(lxe.sram_kib = 4\)"):
+        make_bench(cfg, n=4)
