@@ -17,13 +17,10 @@ from ..lxe.vpe import VpeOp
 from .geometry import CORE_CAUSES
 from .memstream import ReadStream
 from .muxes import onehot, select
+from .resident_pass import resident_pass
+from .routes import DPE, KEY, M_ADD, M_HASH, M_MUL, M_SCORE, REC, WBUF, WTU
 
-__all__ = ["build_fsm", "STATE_PHASES", "WBUF", "DPE", "KEY", "REC", "WTU", "M_HASH", "M_SCORE", "M_ADD", "M_MUL"]
-
-# SRAM read consumers (the tag a read carries to its data)
-NONE, WBUF, DPE, KEY, REC, WTU = range(6)
-# back-end modes (where the VPE's results go)
-M_HASH, M_SCORE, M_ADD, M_MUL = range(4)
+__all__ = ["build_fsm", "STATE_PHASES"]
 
 # state name prefix -> phase index (vrex.hdl.core.sequencer.PHASES); other states count as none
 STATE_PHASES = {"X_": 0, "H_": 1, "C_": 2, "A_": 2, "S_SCAN": 3, "S_COUNTS": 3, "S_G": 3, "S_W": 3, "S_ST": 3,
@@ -595,7 +592,6 @@ def build_fsm(seq, m, s):
                 else:
                     to_rows()
         if RM:
-            from .resident_pass import resident_pass
             resident_pass(m, SimpleNamespace(**locals()), state, to_rows)
         with state("S_ROWS"):          # score rows from the scratch to the WTU
             m.d.comb += s.busy.eq(1)

@@ -16,7 +16,7 @@ that S_ROWS puts on the row's WTU beats.
 
 from amaranth import Mux
 
-from .phases import M_ADD, M_SCORE, WBUF, WTU
+from .routes import M_ADD, M_SCORE, WBUF, WTU
 
 __all__ = ["resident_pass"]
 

@@ -43,7 +43,8 @@ from .banks import BankedFifo, banked_memory
 from .dma import HctDma
 from .geometry import CORE_CAUSES, CoreGeometry, command_layout, response_layout
 from .muxes import onehot, select
-from .phases import DPE, KEY, M_ADD, M_HASH, M_MUL, M_SCORE, REC, WBUF, WTU, build_fsm
+from .phases import build_fsm
+from .routes import DPE, KEY, M_ADD, M_HASH, M_MUL, M_SCORE, REC, WBUF, WTU
 from .reciprocal import Reciprocal
 from .resident_mass import ResidentMass, resident_mass_layout
 from .resize import Resize
