@@ -142,6 +142,7 @@ def _cmd_golden(args) -> int:
               f"bursts, text stage {t['payload_bytes']} B / {t['bytes_moved']} B in {t['bursts']} bursts")
     if args.e2e:
         _e2e(args, cfg, opts, report, methods, settings, layers)
+    _targets(cfg, report)
     if args.json:
         _write_json(outputs["json"], report)
         written.append(str(outputs["json"]))
@@ -157,6 +158,16 @@ def _cmd_golden(args) -> int:
           f"{report['run']['seconds']:.1f} s (engine {report['run']['engine']}, torch {report['run']['torch']}); "
           + (f"wrote {', '.join(written)}" if written else "nothing written (--json / --plot write the report)"))
     return 0
+
+
+def _targets(cfg, report) -> None:
+    """Print the selection rule's targets (issue 23) that the run can check, and keep them in the report."""
+    from vrex.golden.evaluation.targets import e2e_targets, format_targets, retrieval_targets, rule_label
+
+    checked = retrieval_targets(report) + e2e_targets(report)
+    report["targets"] = [t.as_dict() for t in checked]
+    if checked:
+        print(format_targets(checked, rule=rule_label(cfg)))
 
 
 def _write_json(path, data) -> None:

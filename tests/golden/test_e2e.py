@@ -210,7 +210,12 @@ def test_cli_e2e_writes_the_contract(tiny, tmp_path, capsys, monkeypatch):
     out = capsys.readouterr()
     assert code == 0, out.err
     assert "e2e method" in out.out and "top-1 agree" in out.out
+    assert "targets (issue 23) of resv" in out.out
     rep = json.loads(js.read_text())
+    checked = {t["name"]: t for t in rep["targets"]}
+    assert {"frame traffic", "text traffic", "frame recall", "text recall", "e2e KL(full‖m)"} <= set(checked)
+    kl = checked["e2e KL(full‖m)"]
+    assert kl["value"] == rep["methods"]["resv"]["e2e"]["logit_kl"] and kl["bound"] == rep["methods"]["rekv"]["e2e"]["logit_kl"]
     for m in ("resv", "rekv", "full"):
         e = rep["methods"][m]["e2e"]
         assert {"top1_agreement", "logit_kl", "answer_nll", "ratio"} <= set(e)

@@ -258,10 +258,16 @@ def test_the_cli_runs_a_small_grid_end_to_end_and_resumes_from_saved_cells(tiny,
             "--needles", "coffee,rocket", "--orders", "2", "--methods", "full,resv,rekv", "--clips", "carphone_pristine", "--fps", "2",
             "--json", str(out), "-o", str(tmp_path / "plots"), "-q"]
     assert main(args) == 0
-    assert "niah method" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "niah method" in printed and "targets (issue 23) of resv" in printed
     import json
 
     r = json.loads(out.read_text())
+    checked = {t["name"]: t for t in r["targets"]}
+    assert {"frame traffic", "text traffic"} <= set(checked)
+    rekv_frame = r["methods"]["rekv"]["niah"]["ratio"]["frame"]
+    assert checked["frame traffic"]["bound"] == pytest.approx(rekv_frame / 3)
+    assert checked["frame traffic"]["met"] == (r["methods"]["resv"]["niah"]["ratio"]["frame"] <= rekv_frame / 3)
     assert set(r["methods"]) == {"full", "resv", "rekv"}
     asked = [q for q in r["questions"] if q["method"] == "resv"]
     assert sorted(q["depth"] for q in asked) == [0.0, 1.0] and {q["orders"] for q in asked} == {2}

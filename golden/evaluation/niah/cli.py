@@ -115,6 +115,7 @@ def _cmd_niah(args) -> int:
     from vrex.config import load_config
     from vrex.golden.evaluation.niah.grid import aggregate, run_grid
     from vrex.golden.evaluation.niah.report import accuracy_vs_traffic, format_table, heat_maps
+    from vrex.golden.evaluation.targets import format_targets, niah_targets, rule_label
     from vrex.golden.resv.policies import BaselineSettings
     from vrex.golden.traces.video import VideoSpec
 
@@ -135,6 +136,10 @@ def _cmd_niah(args) -> int:
         c.pop("fractions", None)
     agg = aggregate(spec, grid)
     print(format_table(agg))
+    checked = niah_targets(agg)
+    agg["targets"] = [t.as_dict() for t in checked]
+    if checked:
+        print(format_targets(checked, rule=rule_label(cfg)))
     maps = heat_maps(agg, spec, out_dir / "niah-heatmaps.png")
     chart = accuracy_vs_traffic(agg, out_dir / "niah-accuracy-vs-traffic.png")
     report = {"config": cfg.name, "config_hash": cfg.hash(), "spec": spec.describe(), **agg,
