@@ -31,7 +31,7 @@ class Case:
 # The WTU's two score transforms as overrides: the exp2 datapath (the edge default) and the paper's linear rule (the
 # tiny default).
 EXP2 = {"resv.score_transform": "exp2", "dre.wtu.mode": "histogram"}
-LINEAR = {"resv.score_transform": "shift_min", "dre.wtu.mode": "early_exit"}
+LINEAR = {"resv.score_transform": "shift_min", "dre.wtu.mode": "early_exit", "resv.threshold_mass": "offloaded"}
 # The row-mass threshold (resv.threshold_mass = row, docs/formats.md §WTU row mass) on the exp2 datapath: the score beats
 # carry each row's resident input; p = 0.9 in both stages (the ratio input the benches drive).
 ROW_MASS = {**EXP2, "resv.threshold_mass": "row", "resv.row_mass_p": 0.9, "resv.text_row_mass_p": 0.9}

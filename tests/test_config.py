@@ -145,7 +145,8 @@ def test_overrides_validate():
 def test_derived_widths():
     w = load_config("edge").dre.wtu
     assert (w.product_bits, w.acc_bits) == (32, 44)
-    assert load_config("edge").ratio_fixed == round(0.6 * 65536)
+    assert load_config("edge").ratio_fixed == round(0.9 * 65536)      # the row rule's p (resv.row_mass_p)
+    assert load_config("edge").with_overrides({"resv.threshold_mass": "offloaded"}).ratio_fixed == round(0.6 * 65536)
 
 
 EXP2 = "resv:\n  score_transform: exp2\ndre:\n  wtu:\n    mode: histogram\n"
@@ -184,6 +185,6 @@ def test_exp2_rules_apply_only_with_the_exp2_transform():
 
 
 def test_stage_ratios_and_guard():
-    cfg = load_config("edge").with_overrides({"resv.wicsum_ratio": 0.5, "resv.text_wicsum_ratio": 0.25,
-                                              "resv.wicsum_guard": 0.125})
+    cfg = load_config("edge").with_overrides({"resv.threshold_mass": "offloaded", "resv.wicsum_ratio": 0.5,
+                                              "resv.text_wicsum_ratio": 0.25, "resv.wicsum_guard": 0.125})
     assert (cfg.stage_ratio_fixed("frame"), cfg.stage_ratio_fixed("text"), cfg.ratio_fixed) == (40960, 24576, 40960)

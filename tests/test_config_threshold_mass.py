@@ -28,9 +28,12 @@ def _hash_without_added_keys(cfg) -> str:
 def test_added_keys_at_their_old_behaviour_leave_the_hash_alone():
     for name in builtin_config_names():
         cfg = load_config(name)
-        assert cfg.resv.threshold_mass == "offloaded"
-        assert cfg.hash() == _hash_without_added_keys(cfg), name
-    edge = load_config("edge")
+        # every built-in model config ships the row rule (its hash moved with the switch); tiny keeps its linear rule
+        assert cfg.resv.threshold_mass == ("offloaded" if name == "tiny" else "row"), name
+        old = cfg.with_overrides({"resv.threshold_mass": "offloaded"}) if cfg.resv.threshold_mass == "row" else cfg
+        assert old.hash() == _hash_without_added_keys(old), name
+        assert (cfg.hash() == old.hash()) == (cfg is old), name
+    edge = load_config("edge").with_overrides({"resv.threshold_mass": "offloaded"})
     moved = {edge.with_overrides({k: v}).hash() for k, v in (("resv.threshold_mass", "row"),
                                                             ("resv.row_mass_p", 0.8),
                                                             ("resv.text_row_mass_p", 0.8),
@@ -45,10 +48,11 @@ def test_added_keys_at_their_old_behaviour_leave_the_hash_alone():
     ("resv:\n  row_mass_p: -0.2\n", "resv.row_mass_p = -0.2: must be in (0, 1]"),
     (ROW + "  score_transform: shift_min\n",
      "resv.threshold_mass = 'row': needs resv.score_transform exp2 (or the golden-only exp): the row rule adds "
-     "resident and offloaded softmax weights taken against one maximum, which shift_min does not give."),
+     "resident and offloaded softmax weights taken against one maximum, which shift_min does not give; set "
+     "resv.threshold_mass: offloaded for that transform."),
     (ROW + "dre:\n  wtu:\n    mode: topk\n",
      "resv.threshold_mass = 'row': needs dre.wtu.mode histogram, the mode that runs the exp2 rule; topk keeps a fixed "
-     "number of clusters whatever the masses."),
+     "number of clusters whatever the masses (set resv.threshold_mass: offloaded for it)."),
     (ROW + "  retrieval_scope: all\n", "resv.retrieval_scope = 'all': must be offloaded with resv.threshold_mass = "
                                       "row: with all, the resident tokens would count in m_res and again in their "
                                       "clusters."),
@@ -64,7 +68,7 @@ def test_bad_row_mass_configs_are_rejected_in_one_sentence(tmp_path, text, messa
 
 
 def test_row_mode_rules_apply_only_in_row_mode():
-    edge = load_config("edge")
+    edge = load_config("edge").with_overrides({"resv.threshold_mass": "offloaded"})
     # the offloaded rule does not read the resident input: a wide one is accepted
     assert edge.with_overrides({"dre.wtu.resident_sum_bits": 50}).dre.wtu.resident_sum_bits == 50
     assert edge.with_overrides({"dre.wtu.resident_sum_bits": 38, "resv.threshold_mass": "row"})
@@ -78,5 +82,5 @@ def test_stage_ratio_input_is_p_in_row_mode():
     assert (cfg.stage_ratio_key("frame"), cfg.stage_ratio_key("text")) == ("row_mass_p", "text_row_mass_p")
     assert (cfg.stage_ratio_fixed("frame"), cfg.stage_ratio_fixed("text"), cfg.ratio_fixed) == (61440, 36864, 61440)
     assert cfg.stage_ratio("text") == 0.5625
-    off = load_config("edge")
+    off = load_config("edge").with_overrides({"resv.threshold_mass": "offloaded"})
     assert (off.stage_ratio_key("frame"), off.stage_ratio_fixed("text")) == ("wicsum_ratio", round(0.2 * 65536))

@@ -42,12 +42,15 @@ __all__ = ["METHODS", "VARIANTS", "variant_overrides", "check_methods", "evaluat
 
 METHODS = ("full", "flexgen", "infinigen", "rekv", "quest", "oracle_topp", "resv")
 # ReSV variants measured beside the default: the exact sorted WiCSum, fixed top-k clusters (WTU topk mode), the
-# golden-only float exp transform, the paper's linear rule (shift_min, bucket granularity), and rows over all
-# clusters with their full counts.
-VARIANTS = {"resv_exact": {"resv.selection": "exact"}, "resv_topk": {"dre.wtu.mode": "topk"},
+# golden-only float exp transform, the paper's linear rule (shift_min, bucket granularity), rows over all
+# clusters with their full counts, the exp2 rule on a share of the offloaded mass alone (`resv_offloaded`, the
+# shipped rule until issue 23: its ratios are the config's wicsum_ratio / text_wicsum_ratio) and the row-mass rule.
+_OFFLOADED = {"resv.threshold_mass": "offloaded"}     # the rules that count only the offloaded mass
+VARIANTS = {"resv_exact": {"resv.selection": "exact"}, "resv_topk": {"dre.wtu.mode": "topk", **_OFFLOADED},
             "resv_exp": {"resv.score_transform": "exp"},
-            "resv_linear": {"resv.score_transform": "shift_min", "dre.wtu.mode": "early_exit"},
-            "resv_all": {"resv.retrieval_scope": "all"},
+            "resv_linear": {"resv.score_transform": "shift_min", "dre.wtu.mode": "early_exit", **_OFFLOADED},
+            "resv_all": {"resv.retrieval_scope": "all", **_OFFLOADED},
+            "resv_offloaded": {**_OFFLOADED, "resv.score_transform": "exp2", "dre.wtu.mode": "histogram"},
             "resv_row": {"resv.threshold_mass": "row", "resv.score_transform": "exp2", "dre.wtu.mode": "histogram"}}
 STAGE_PARTS = {"frame": ("frame",), "text": ("question", "answer"), "question": ("question",),
                "answer": ("answer",)}

@@ -22,11 +22,12 @@ class ReSVConfig(_Section):
     wicsum_guard: float = param(0.0, "Margin added to the WTU's ratio input in both stages: the two ratios, or the two "
                                 "p with threshold_mass = row (covers the fixed-point exp's error).", min=0.0, max=1.0)
     threshold_mass: Literal["offloaded", "row"] = param(
-        "offloaded", "What the WTU's ratio input is a share of: the offloaded clusters' mass alone (offloaded; the "
-                     "ratios wicsum_ratio / text_wicsum_ratio), or the row's whole softmax mass with the resident "
-                     "window's mass m_res counted (row; fetch the fewest clusters F with (m_res + mass of F) >= p x "
-                     "(m_res + all offloaded mass), p = row_mass_p / text_row_mass_p; a row whose resident tokens hold "
-                     "p fetches nothing). row needs the exp2 transform (or the golden-only exp).",
+        "row", "What the WTU's ratio input is a share of: the row's whole softmax mass with the resident window's "
+               "mass m_res counted (row, the default since issue 23: fetch the fewest clusters F with (m_res + mass of "
+               "F) >= p x (m_res + all offloaded mass), p = row_mass_p / text_row_mass_p; a row whose resident "
+               "tokens hold p fetches nothing), or the offloaded clusters' mass alone (offloaded, the rule before it; "
+               "the ratios wicsum_ratio / text_wicsum_ratio). row needs the exp2 transform (or the golden-only exp) "
+               "in WTU histogram mode; the linear and top-k rules need offloaded.",
         omit_from_hash_at="offloaded")
     row_mass_p: float = param(0.9, "p of frame steps with threshold_mass = row: the share of the row's softmax mass "
                               "(resident + fetched) kept, in (0, 1]; 0.9 chosen on the needle benchmark and the e2e "

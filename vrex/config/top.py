@@ -73,11 +73,12 @@ class Config(_Section):
             if r.score_transform not in ("exp2", "exp"):
                 _fail("resv.threshold_mass", r.threshold_mass,
                       f"needs resv.score_transform exp2 (or the golden-only exp): the row rule adds resident and "
-                      f"offloaded softmax weights taken against one maximum, which {r.score_transform} does not give.")
+                      f"offloaded softmax weights taken against one maximum, which {r.score_transform} does not give; "
+                      "set resv.threshold_mass: offloaded for that transform.")
             if r.score_transform == "exp2" and wtu.mode != "histogram":
                 _fail("resv.threshold_mass", r.threshold_mass,
                       f"needs dre.wtu.mode histogram, the mode that runs the exp2 rule; {wtu.mode} keeps a fixed "
-                      "number of clusters whatever the masses.")
+                      "number of clusters whatever the masses (set resv.threshold_mass: offloaded for it).")
             if r.retrieval_scope != "offloaded":
                 _fail("resv.retrieval_scope", r.retrieval_scope,
                       "must be offloaded with resv.threshold_mass = row: with all, the resident tokens would count "

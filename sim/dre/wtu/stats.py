@@ -63,7 +63,7 @@ def workloads(cfg, seed: int = 0) -> dict:
 def topk_cycle_table(cfg, sizes=((256, 32), (1024, 32), (1024, 128), (1024, 512), (4096, 256)), trials=200,
                      seed=0):
     """Mean (sd) cycles of top-k rows of uniform random scores: selection passes only, and the whole row."""
-    p = bench_params(cfg.with_overrides({"dre.wtu.mode": "topk"}))
+    p = bench_params(cfg.with_overrides({"dre.wtu.mode": "topk", "resv.threshold_mass": "offloaded"}))
     g = p.geometry
     rng = random.Random(seed)
     lo, hi = g.score_range
@@ -98,7 +98,7 @@ def main(argv=None) -> int:
                   f"{s['mean_buckets_spanned']:.2f} | {100 * s['mean_fraction_of_scores_to_threshold']:.1f}% "
                   f"({100 * s['mean_fraction_exact_rule']:.1f}%) | "
                   f"{s['mean_passes']:.2f} | {s['mean_cycles_per_row']:.0f} | {s['mean_cycles_per_word']:.2f} |")
-    topk = base.with_overrides({"dre.wtu.mode": "topk"})
+    topk = base.with_overrides({"dre.wtu.mode": "topk", "resv.threshold_mass": "offloaded"})
     print(f"\ntopk (config hash {topk.hash()}), uniform random scores, 200 trials: N | k | one pass | "
           "selection cycles mean (sd) | row cycles mean (sd)")
     for r in topk_cycle_table(topk):
