@@ -55,7 +55,8 @@ def test_edge_section_has_the_papers_numbers_ratio_sources_and_causes():
     assert row["paper_latency_ms"] == 254
     assert s["golden"] == list(SHIPPED_GOLDEN) and len(s["golden"]) == 3
     resv = s["ratios"]["resv"]["stages"]["frame"]
-    assert resv["form"] == "power" and resv["per_kv"][-1]["extrapolated"] and resv["per_kv"][-1]["factor"] > 20
+    # the longest shipped session (8K) holds 3 504 candidates per stream; 40K has 39 936: 11.4× beyond it
+    assert resv["form"] == "power" and resv["per_kv"][-1]["extrapolated"] and resv["per_kv"][-1]["factor"] > 10
     assert all(p.endswith(".json") and p.startswith("vrex/perf/data/real_llm/") for p in resv["sources"])
     # every figure more than 20 % off has its sentence, and only those
     for d in s["differences"]:
@@ -84,7 +85,7 @@ def test_report_ends_with_the_section_in_markdown_html_and_figures_json(work_dir
                                                                        ["latency_ms"])
     headings = [ln for ln in md.splitlines() if ln.startswith("## ")]
     assert headings[-1] == "## System results (vrex perf on this run's figures)"
-    assert "DPE efficiency" in md.split(headings[-1])[1] and "golden-3k1.json" in md
+    assert "DPE efficiency" in md.split(headings[-1])[1] and "golden-row-3k1.json" in md
     html = (work_dir / "index.html").read_text()
     assert "System results" in html and 'src="system.png"' in html
     assert (work_dir / "system.png").stat().st_size > 1000
