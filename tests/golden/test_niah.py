@@ -120,6 +120,21 @@ def test_row_mass_methods_carry_their_p():
         check_methods(["resv_exact@0.9"])
 
 
+def test_every_variant_loads_on_every_builtin_config_and_resv_offloaded_is_the_old_rule():
+    from vrex.config import builtin_config_names, load_config
+    from vrex.golden.evaluation.offline import VARIANTS, variant_overrides
+
+    for name in builtin_config_names():
+        cfg = load_config(name)
+        for method in VARIANTS:
+            got = cfg.with_overrides(variant_overrides(method), source=method)     # no ConfigError on any pair
+            if method in ("resv_offloaded", "resv_linear", "resv_topk", "resv_all"):
+                assert got.resv.threshold_mass == "offloaded", (name, method)
+    old = load_config("smollm2").with_overrides(variant_overrides("resv_offloaded"))
+    assert (old.stage_ratio("frame"), old.stage_ratio("text")) == (0.6, 0.2)
+    assert load_config("smollm2").stage_ratio("frame") == 0.9                    # the row rule's p, shipped
+
+
 def test_rotations_put_every_needle_at_every_depth():
     depths = [0.0, 0.5, 1.0]
     seen = {(x, d) for r in range(3) for x, d in place_needles(NEEDLES, depths, r).items()}
