@@ -11,7 +11,8 @@ from functools import cached_property
 
 from vrex.config import Config, load_config
 
-__all__ = ["Case", "HAMMING_LANES_CASES", "HCU_CASES", "WTU_CASES", "DRE_CASES", "EXP2", "LINEAR", "ROW_MASS"]
+__all__ = ["Case", "HAMMING_LANES_CASES", "HCU_CASES", "WTU_CASES", "DRE_CASES", "EXP2", "LINEAR", "ROW_MASS",
+           "OFFLOADED"]
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,9 @@ class Case:
 # The WTU's two score transforms as overrides: the exp2 datapath (the edge default) and the paper's linear rule (the
 # tiny default).
 EXP2 = {"resv.score_transform": "exp2", "dre.wtu.mode": "histogram"}
-LINEAR = {"resv.score_transform": "shift_min", "dre.wtu.mode": "early_exit", "resv.threshold_mass": "offloaded"}
+# The rule on a share of the offloaded mass alone (the default before the row rule; tiny's own mode)
+OFFLOADED = {"resv.threshold_mass": "offloaded"}
+LINEAR = {"resv.score_transform": "shift_min", "dre.wtu.mode": "early_exit", **OFFLOADED}
 # The row-mass threshold (resv.threshold_mass = row, docs/formats.md §WTU row mass) on the exp2 datapath: the score beats
 # carry each row's resident input; p = 0.9 in both stages (the ratio input the benches drive).
 ROW_MASS = {**EXP2, "resv.threshold_mass": "row", "resv.row_mass_p": 0.9, "resv.text_row_mass_p": 0.9}
@@ -68,7 +71,7 @@ __all__ += ["RESV_SESSION_CASES"]
 # count widths 10/5, 12/8 and 16/16, capacities that are not powers of two.
 WTU_CASES = [
     Case("wtu-edge-early_exit", "edge", LINEAR),          # 16 lanes, 16 buckets, Q8.8, 16-bit counts, 4096/row
-    Case("wtu-edge-exp2", "edge"),                        # the edge default: exp2, 16 bins x 2 octaves, 1 refinement
+    Case("wtu-edge-exp2", "edge", OFFLOADED),             # exp2, 16 bins x 2 octaves, 1 refinement, the rule before row
     Case("wtu-tiny-early_exit", "tiny"),                  # 4 lanes, 8 buckets, 12-bit scores, 8-bit counts
     Case("wtu-histogram-12buckets", "tiny", {"dre.wtu.mode": "histogram", "dre.wtu.lanes": 8,
                                              "dre.wtu.buckets": 12, "dre.wtu.score_memory_bytes": 192,
@@ -101,7 +104,7 @@ WTU_CASES = [
                                                 "dre.wtu.buckets": 5, "dre.wtu.bucket_octaves": 4,
                                                 "dre.wtu.refine_bins": 4, "dre.wtu.refine_passes": 2,
                                                 "dre.wtu.pipeline_stages": 1, "dre.wtu.resident_sum_bits": 10}),
-    Case("wtu-edge-exp2-row", "edge", ROW_MASS),
+    Case("wtu-edge-exp2-row", "edge", ROW_MASS),          # the edge as shipped (the row rule)
 ]
 
 # HCU: parallel edge, bit-serial, 4-bit slices with and without early exit (and a 2-stage pipeline), `first` with
@@ -122,14 +125,14 @@ HCU_CASES = [
 # DRE top (hdl/dre/top.py): the paper's edge blocks, and mixes of HCU schedules with every WTU mode.
 DRE_CASES = [
     Case("dre-tiny", "tiny"),
-    Case("dre-edge", "edge"),
+    Case("dre-edge", "edge", OFFLOADED),
     Case("dre-tiny-exp2", "tiny", {**EXP2, "dre.hcu.pipeline_stages": 3}),
     Case("dre-topk-slice4", "tiny", {"dre.wtu.mode": "topk", "dre.hcu.bits_per_cycle": 4}),
     Case("dre-histogram-first-bitserial", "tiny", {"dre.wtu.mode": "histogram", "resv.assignment": "first",
                                                    "dre.hcu.full_policy": "join_nearest",
                                                    "dre.hcu.bits_per_cycle": 1, "dre.counter_bits": 8}),
     Case("dre-tiny-exp2-row", "tiny", {**ROW_MASS, "dre.hcu.bits_per_cycle": 4}),
-    Case("dre-edge-row", "edge", ROW_MASS),
+    Case("dre-edge-row", "edge", ROW_MASS),                              # the edge as shipped
 ]
 
 

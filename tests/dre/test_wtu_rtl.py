@@ -111,10 +111,14 @@ def test_generic_figures_hold_the_memories():
 @pytest.mark.slow
 @pytest.mark.sim
 @pytest.mark.parametrize("simulator", simulators())
-@pytest.mark.parametrize("mode", ["early_exit", "histogram", "topk"])
+@pytest.mark.parametrize("mode", ["early_exit", "histogram", "histogram-offloaded", "topk"])
 def test_cocotb_edge_modes_long(mode, simulator, work_dir):
-    # early exit walks linear (shift_min) weights; the edge rule (exp2) runs on the histogram and top-k datapaths
-    cfg = load_config("edge").with_overrides(LINEAR if mode == "early_exit" else {"dre.wtu.mode": mode})
+    # early exit walks linear (shift_min) weights; the edge rule (exp2) runs on the histogram datapath, as shipped
+    # (the row rule: every row carries its resident input) and with the offloaded rule; top-k ranks offloaded scores
+    overrides = {"early_exit": LINEAR, "histogram": {},
+                 "histogram-offloaded": {"resv.threshold_mass": "offloaded"},
+                 "topk": {"dre.wtu.mode": "topk", "resv.threshold_mass": "offloaded"}}[mode]
+    cfg = load_config("edge").with_overrides(overrides)
     jobs = random_wtu_jobs(cfg, 1500, seed=31) + list(corner_jobs(cfg).values()) + rejected_jobs(cfg)
     bench = make_bench(cfg, jobs=jobs, p_valid=0.6, p_ready=0.5, seed=31)
     result = run_cocotb(emit("wtu", cfg), bench, simulator, work_dir)
