@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from vrex.cli import add_config_option, load_config_arg
+from vrex.cli import add_config_option, add_set_option, load_config_arg, parse_override
 from vrex.errors import UsageError, output_file, output_folder
 
 __all__ = ["register"]
@@ -19,18 +19,6 @@ def _int_list(text: str, option: str) -> list[int]:
     if not values:
         raise UsageError(f"{option} {text!r}: give comma-separated integers, e.g. {option} 1,4,8,16.")
     return values
-
-
-def _override(text: str) -> tuple[str, object]:
-    import yaml
-
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise UsageError(f"--set {text!r}: give KEY=VALUE with a dotted config key, e.g. --set perf.reuse_fraction=0.5.")
-    try:
-        return key.strip(), yaml.safe_load(value)
-    except yaml.YAMLError:
-        raise UsageError(f"--set {text!r}: the value is not valid YAML.") from None
 
 
 def _command(args) -> str:
@@ -53,10 +41,10 @@ def _cmd_perf(args) -> int:
     from .report import comparison_rows, render_text, to_json
     from .sweep import evaluate
 
-    cfg = load_config_arg(args)
+    cfg = load_config_arg(args, with_sets=False)
     json_out = output_file(args.json, "--json") if args.json else None
     plot_dir = output_folder(args.plot, "--plot") if args.plot else None
-    overrides = dict(_override(t) for t in args.set or [])
+    overrides = dict(parse_override(t) for t in args.set or [])     # with --batches / --kv-sizes: one check
     if args.batches:
         overrides["perf.batches"] = _int_list(args.batches, "--batches")
     if args.kv_sizes:
@@ -164,7 +152,5 @@ def register(sub) -> None:
     p.add_argument("--no-figures", action="store_true", help="ignore build/report/figures.json; use the formulas")
     p.add_argument("--batches", metavar="B,...", help="override perf.batches, e.g. 1,4,8,16")
     p.add_argument("--kv-sizes", metavar="N,...", help="override perf.kv_sizes (tokens), e.g. 1024,5120,40960")
-    p.add_argument("--set", metavar="KEY=VALUE", action="append",
-                   help="override any config key (repeatable), e.g. --set perf.reuse_fraction=0.5 "
-                        "--set dre.kvmu.layout=token_order")
+    add_set_option(p, "--set perf.reuse_fraction=0.5 --set dre.kvmu.layout=token_order")
     p.set_defaults(func=_cmd_perf)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from vrex.cli import add_config_option, load_config_arg
+from vrex.cli import add_config_option, add_set_option, load_config_arg
 from vrex.errors import positive_int, stall_probability
 
 __all__ = ["register"]
@@ -96,6 +96,7 @@ def register(sub) -> None:
                                    "block jobs recorded from a streaming session.")
     s.add_argument("--component", required=True, metavar="NAME", help="component name")
     add_config_option(s)
+    add_set_option(s, "--set dre.wtu.lanes=8 (the work folder follows the resulting config's hash)")
     s.add_argument("--sim", choices=["amaranth", "verilator", "icarus"], default="verilator",
                    help="simulator (default: verilator)")
     s.add_argument("--seed", type=int, default=1, help="stimulus and traffic seed (default 1)")

@@ -88,6 +88,17 @@ def test_sim_amaranth_passes(capsys):
     assert code == 0 and out.startswith("PASS")
 
 
+def test_sim_set_runs_the_row_rule_on_the_tiny_dre(capsys):
+    # tiny ships the linear rule; --set gives its DRE the row-mass rule, each row with its resident input
+    row = ["--set", "resv.threshold_mass=row", "--set", "resv.score_transform=exp2", "--set", "dre.wtu.mode=histogram"]
+    code, out, _ = run(capsys, "sim", "--component", "dre", "-c", "tiny", *row, "--sim", "amaranth", "-n", "20")
+    assert code == 0 and out.startswith("PASS"), out
+    code, _, err = run(capsys, "sim", "--component", "dre", "-c", "tiny", "--set", "resv.threshold_mass=row")
+    assert code == 2 and "set resv.threshold_mass: offloaded for that transform" in err and "Traceback" not in err
+    code, _, err = run(capsys, "sim", "--component", "dre", "-c", "tiny", "--set", "novalue")
+    assert code == 2 and "--set 'novalue': give KEY=VALUE" in err
+
+
 @pytest.fixture
 def no_yosys(monkeypatch):
     from vrex import tools

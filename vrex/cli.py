@@ -13,7 +13,7 @@ import importlib
 import os
 import sys
 
-from .errors import VrexError
+from .errors import UsageError, VrexError
 
 __all__ = ["main", "add_config_option", "COMMAND_MODULES"]
 
@@ -45,10 +45,34 @@ def add_config_option(p: argparse.ArgumentParser) -> None:
                    help="YAML config file or built-in name (edge, server, smollm2, tiny); default: edge (the paper's V-Rex8)")
 
 
-def load_config_arg(args):
+def add_set_option(p: argparse.ArgumentParser, example: str = "--set resv.threshold_mass=offloaded") -> None:
+    p.add_argument("--set", metavar="KEY=VALUE", action="append",
+                   help=f"override any config key (repeatable; the value is YAML), e.g. {example}")
+
+
+def parse_override(text: str) -> tuple[str, object]:
+    """``KEY=VALUE`` of ``--set``: the dotted key and the YAML value; a malformed one is a :class:`UsageError`."""
+    import yaml
+
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise UsageError(f"--set {text!r}: give KEY=VALUE with a dotted config key, e.g. --set perf.reuse_fraction=0.5.")
+    try:
+        return key.strip(), yaml.safe_load(value)
+    except yaml.YAMLError:
+        raise UsageError(f"--set {text!r}: the value is not valid YAML.") from None
+
+
+def load_config_arg(args, *, with_sets: bool = True):
+    """The ``--config`` of a command, with its ``--set`` overrides (commands that have the option) applied unless
+    ``with_sets`` is false (a command that applies them together with its own overrides)."""
     from .config import load_config
 
-    return load_config(getattr(args, "config", None))
+    cfg = load_config(getattr(args, "config", None))
+    sets = getattr(args, "set", None)
+    if sets and with_sets:
+        cfg = cfg.with_overrides(dict(parse_override(t) for t in sets), source="command line")
+    return cfg
 
 
 # ---- config --------------------------------------------------------------------------------------------------
