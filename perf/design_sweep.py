@@ -38,7 +38,7 @@ from pathlib import Path
 
 import yaml
 
-from vrex.config import load_config
+from vrex.config import load_config, read_yaml
 from vrex.errors import ConfigError, UsageError
 from vrex.paths import build_dir, git_revision, safe_name
 
@@ -83,7 +83,7 @@ def _spec_path(name_or_path) -> Path:
 def load_sweep_spec(name_or_path) -> SweepSpec:
     path = _spec_path(name_or_path)
     try:
-        data = yaml.safe_load(path.read_text())
+        data = read_yaml(path.read_text(), str(path))
     except FileNotFoundError:
         raise UsageError(f"sweep spec {path}: no such file; give a YAML path or a built-in name.") from None
     except yaml.YAMLError as e:

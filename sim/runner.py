@@ -5,6 +5,10 @@ emitted Verilog (``build/rtl/<component>-<hash>/sim_<simulator>/``) and is built
 parallel pytest workers reuse one build. Each run gets its own work folder for the bench, the result and
 the log, and, with ``waves``, the waveforms: ``dump.fst`` (Verilator, ``--trace-fst``) or ``dump.vcd`` (Icarus),
 with the Verilog names of the design, which are Amaranth's (docs/formats.md, "Waveforms").
+
+cocotb's runner spawns the tools itself; a build or run that fails the way a crash does is retried once, as every
+tool call of the flows is (:func:`vrex.tools.crash_reason`, recorded with :func:`vrex.tools.note_retry`), and a
+failure names the exit status or signal.
 """
 
 from __future__ import annotations
@@ -12,10 +16,11 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import re
 from pathlib import Path
 
 from vrex.errors import VrexError
-from vrex.tools import require, setup_environment
+from vrex.tools import crash_reason, exit_reason, note_retry, require, setup_environment
 
 from .bench import BenchResult, StreamBench
 
@@ -27,6 +32,40 @@ _TOOL = {"verilator": "verilator", "icarus": "iverilog"}
 
 class SimulationError(VrexError):
     """The simulator could not build or run the design (as opposed to a mismatch, which is a result)."""
+
+
+def _returncode(e: BaseException) -> int | None:
+    """The return code of the command a cocotb runner call failed on (``Command failed with return code: N``)."""
+    m = re.search(r"return code: (-?\d+)", str(e))
+    return int(m.group(1)) if m else getattr(e, "returncode", None)
+
+
+def _retrying(step, tool: str, what: str, log: Path, failed=lambda e: e is not None):
+    """Call ``step()`` (a cocotb runner call writing ``log``) and call it once more when it failed (``failed`` of
+    its exception or None) the way a crash does; returns the last attempt's exception (None: it succeeded) and,
+    after a retry, the first attempt's reason."""
+    first = None
+    for attempt in (1, 2):
+        try:
+            step()
+            error = None
+        except (SystemExit, Exception) as e:   # the runner raises SystemExit / RuntimeError
+            error = e
+        if attempt == 2:
+            note_retry(tool, what, first, not failed(error))
+        rc = _returncode(error) if error is not None else None
+        crash = crash_reason(rc, log.read_text(errors="replace") if log.is_file() else "") if rc is not None else None
+        if not failed(error) or crash is None or attempt == 2:
+            return error, first
+        first = crash
+        if log.is_file():
+            os.replace(log, log.with_name(f"{log.stem}.attempt1{log.suffix}"))
+
+
+def _failure(error: BaseException | None, first: str | None) -> str:
+    rc = _returncode(error) if error is not None else None
+    reason = exit_reason(rc) if rc is not None else (f"{type(error).__name__}: {error}" if error else "no result")
+    return f"{first}, then on the retry {reason}" if first else reason
 
 
 @contextlib.contextmanager
@@ -131,13 +170,14 @@ def build_model(emitted, simulator: str, *, waves: bool = False, extra_args=(), 
     with _locked(emitted.directory / f".{name}.lock"), _verilator_make_fix(simulator):
         log = build_dir / "build.log"
         build_dir.mkdir(parents=True, exist_ok=True)
-        try:
-            runner.build(sources=sources, hdl_toplevel=emitted.top, build_dir=build_dir, always=False,
-                         build_args=args, timescale=("1ns", "1ps"), waves=waves, log_file=log)
-        except (SystemExit, Exception) as e:   # the runner raises SystemExit / CalledProcessError
-            tail = log.read_text().strip().splitlines()[-10:] if log.is_file() else [str(e)]
-            raise SimulationError(f"{simulator} could not build {emitted.verilog} (log: {log}):\n  "
-                                  + "\n  ".join(tail)) from None
+        error, first = _retrying(
+            lambda: runner.build(sources=sources, hdl_toplevel=emitted.top, build_dir=build_dir, always=False,
+                                 build_args=args, timescale=("1ns", "1ps"), waves=waves, log_file=log),
+            _TOOL[simulator], f"{simulator} build of {emitted.verilog}", log)
+        if error is not None:
+            tail = log.read_text().strip().splitlines()[-10:] if log.is_file() else [str(error)]
+            raise SimulationError(f"{simulator} could not build {emitted.verilog}: {_failure(error, first)} (log: {log}):"
+                                  "\n  " + "\n  ".join(tail))
     return runner, build_dir
 
 
@@ -154,14 +194,15 @@ def run_test_module(emitted, test_module: str, simulator: str, work_dir: Path, e
     wave_file = work_dir / WAVE_FILES[simulator]
     wave_file.unlink(missing_ok=True)   # never report a stale waveform
     env = {"VREX_RESULT": str(result_file), "VREX_SIMULATOR": simulator, "COCOTB_RANDOM_SEED": str(seed), **env}
-    try:
-        runner.test(test_module=test_module, hdl_toplevel=emitted.top, build_dir=build_dir, test_dir=work_dir,
-                    extra_env=env, results_xml=str(work_dir / "results.xml"), waves=waves, log_file=log)
-    except (SystemExit, Exception):
-        pass   # a failing comparison raises under pytest; the result file says what happened
+    error, first = _retrying(
+        lambda: runner.test(test_module=test_module, hdl_toplevel=emitted.top, build_dir=build_dir, test_dir=work_dir,
+                            extra_env=env, results_xml=str(work_dir / "results.xml"), waves=waves, log_file=log),
+        _TOOL[simulator], f"{simulator} run of {what}", log, failed=lambda e: not result_file.is_file())
+    # a failing comparison raises under pytest; the result file says what happened
     if not result_file.is_file():
         tail = log.read_text().strip().splitlines()[-15:] if log.is_file() else []
-        raise SimulationError(f"{simulator} run of {what} produced no result (log: {log}):\n  " + "\n  ".join(tail))
+        raise SimulationError(f"{simulator} run of {what} produced no result: {_failure(error, first)} (log: {log}):"
+                              "\n  " + "\n  ".join(tail))
     return work_dir
 
 

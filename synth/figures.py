@@ -26,7 +26,7 @@ from pathlib import Path
 
 from vrex.errors import VrexError
 from vrex.paths import build_dir, build_root, git_revision, pdk_dir
-from vrex.tools import find
+from vrex.tools import find, recording_retries
 
 from .activity import composite_of, glue_activity_refused
 from .generic import generic_figures
@@ -150,21 +150,24 @@ def component_figures(name: str, cfg, *, liberty: str | None = None, clock_mhz: 
             say(f"cached record {cache}")
         return cached
     say("generic Yosys figures")
-    record = {"component": name, "top": emitted.top, "description": spec.description, "config": cfg.name,
-              "config_hash": cfg.hash(), "verilog": str(emitted.verilog), "generic": generic_figures(emitted),
-              "liberty": None, "clock_mhz": clock, "area_um2": None, "logic_area_um2": None, "area_breakdown": None,
-              "cells": None, "cell_types": None, "memories": [], "timing": None, "power_mw": None,
-              "power_default_activity_mw": None, "scaled": None, "cycles": None, "missing": missing}
-    t0 = time.time()
-    if lib is not None:
-        _library_figures(record, name, cfg, emitted, lib, clock, folder, missing, sta_ok=sta_ok,
-                         verilator_ok=verilator_ok, activity=activity, n_txn=n_txn, stimulus=stimulus,
-                         p_valid=p_valid, p_ready=p_ready, say=say)
-    say("cycle figures")
-    record["cycles"] = measured_cycles(name, cfg, missing)
+    with recording_retries() as retries:
+        record = {"component": name, "top": emitted.top, "description": spec.description, "config": cfg.name,
+                  "config_hash": cfg.hash(), "verilog": str(emitted.verilog), "generic": generic_figures(emitted),
+                  "liberty": None, "clock_mhz": clock, "area_um2": None, "logic_area_um2": None,
+                  "area_breakdown": None, "cells": None, "cell_types": None, "memories": [], "timing": None,
+                  "power_mw": None, "power_default_activity_mw": None, "scaled": None, "cycles": None,
+                  "missing": missing}
+        t0 = time.time()
+        if lib is not None:
+            _library_figures(record, name, cfg, emitted, lib, clock, folder, missing, sta_ok=sta_ok,
+                             verilator_ok=verilator_ok, activity=activity, n_txn=n_txn, stimulus=stimulus,
+                             p_valid=p_valid, p_ready=p_ready, say=say)
+        say("cycle figures")
+        record["cycles"] = measured_cycles(name, cfg, missing)
+    # tool_retries: the tool calls that crashed once and were run again (vrex.tools.run_tool)
     record["meta"] = {"git": git_revision(), "tools": figure_tools(), "seconds": round(time.time() - t0, 2),
                       "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "figures_version": FIGURES_VERSION,
-                      "cache": str(cache.relative_to(build_root()))}
+                      "cache": str(cache.relative_to(build_root())), "tool_retries": retries}
     write_json_atomic(cache, record)
     return record
 

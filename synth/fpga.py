@@ -30,13 +30,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import subprocess
 import time
 from pathlib import Path
 
 from vrex.errors import ToolFailedError, UsageError
 from vrex.paths import build_dir, build_root, git_revision
-from vrex.tools import find, require
+from vrex.tools import failure_message, find, recording_retries, require, run_tool
 
 from .figures import _cache_key, read_json_cache, write_json_atomic
 from .verilog import emit
@@ -192,13 +191,14 @@ def fpga_figures(name: str, cfg, *, family: str | None = None, device: str | Non
     t0 = time.time()
     work = cache.parent / "fpga"   # synthesis is device-independent; each place and route has its own folder
     work.mkdir(parents=True, exist_ok=True)
-    block, io = _synthesise(emitted, work, settings["io"])
-    record = {"component": name, "top": emitted.top, "description": spec.description, "config": cfg.name,
-              "config_hash": cfg.hash(), **settings, "block": block, "ports": io}
-    record.update(_place_and_route(work, settings))
+    with recording_retries() as retries:
+        block, io = _synthesise(emitted, work, settings["io"])
+        record = {"component": name, "top": emitted.top, "description": spec.description, "config": cfg.name,
+                  "config_hash": cfg.hash(), **settings, "block": block, "ports": io}
+        record.update(_place_and_route(work, settings))
     record["meta"] = {"git": git_revision(), "tools": fpga_tools(), "seconds": round(time.time() - t0, 2),
                       "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "fpga_version": FPGA_VERSION,
-                      "cache": str(cache.relative_to(build_root()))}
+                      "cache": str(cache.relative_to(build_root())), "tool_retries": retries}
     write_json_atomic(cache, record)
     return record
 
@@ -265,10 +265,8 @@ def _place_and_route(work: Path, s: dict) -> dict:
            "--json", f"fpga_{s['io']}_netlist.json", "--freq", f"{s['clock_mhz']:g}", "--seed", str(s["seed"]),
            "--report", f"{run}/report.json", "--lpf-allow-unconstrained", "--timing-allow-fail", "-q",
            "-l", f"{run}/pnr.log"]
-    try:
-        proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=PNR_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        raise ToolFailedError(f"nextpnr-ecp5 timed out after {PNR_TIMEOUT_S} s in {work} (log: {log})") from None
+    what = f"nextpnr-ecp5 in {work}"
+    proc = run_tool("nextpnr-ecp5", cmd, cwd=work, what=what, timeout=PNR_TIMEOUT_S, log=log)
     text = log.read_text() if log.is_file() else proc.stdout + proc.stderr
     if proc.returncode or not report.is_file():
         used = {m.group(1): (int(m.group(2)), int(m.group(3))) for m in _UTIL_LINE.finditer(text)}
@@ -281,8 +279,9 @@ def _place_and_route(work: Path, s: dict) -> dict:
         if "package" in " ".join(errors).lower():
             raise UsageError(f"nextpnr-ecp5 rejects package {s['package']} for {s['device']}: "
                              f"{errors[0] if errors else 'see ' + str(log)}")
-        tail = "\n  ".join((errors or text.strip().splitlines())[-6:])
-        raise ToolFailedError(f"nextpnr-ecp5 failed in {work} (log: {log}):\n  {tail}")
+        if not proc.returncode:
+            raise ToolFailedError(f"{what} exited 0 but wrote no {report.name} (log: {log})")
+        raise ToolFailedError(failure_message(what, proc, log, log_text=text))
     data = json.loads(report.read_text())
     util = _utilisation({b: (v["used"], v["available"]) for b, v in data["utilization"].items()})
     clocks = data.get("fmax", {})

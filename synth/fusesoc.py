@@ -16,6 +16,8 @@ import re
 
 import yaml
 
+from vrex.config import read_yaml
+
 __all__ = ["core_vlnv", "core_text", "declared_name"]
 
 
@@ -25,10 +27,10 @@ def core_vlnv(component: str, cfg) -> str:
     return f"{cfg.ip.vendor}:{cfg.ip.library}:{component}_{cfg.hash()}:{__version__}"
 
 
-def declared_name(text: str) -> str | None:
+def declared_name(text: str, source: str = "core file") -> str | None:
     """The ``name:`` a CAPI2 core file declares (None if it has none or is not YAML)."""
     try:
-        doc = yaml.safe_load(text)
+        doc = read_yaml(text, source)
     except yaml.YAMLError:
         return None
     return str(doc["name"]) if isinstance(doc, dict) and "name" in doc else None

@@ -9,12 +9,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from vrex.errors import ToolFailedError
-from vrex.tools import require
+from vrex.tools import failure_message, require, run_tool
 
 from .stopwatch import lap
 
@@ -46,13 +45,14 @@ def verilator_lint(emitted, *, testbench: bool = False) -> LintResult:
     raises, warnings are returned."""
     v = require("verilator")
     log = emitted.directory / ("lint_tb.log" if testbench else "lint.log")
+    what = f"verilator lint of {emitted.verilog}"
     with lap("lint"):
-        proc = subprocess.run(lint_command(emitted, v.path, testbench=testbench), cwd=emitted.directory,
-                              capture_output=True, text=True, timeout=600)
+        proc = run_tool("verilator", lint_command(emitted, v.path, testbench=testbench), cwd=emitted.directory,
+                        what=what, timeout=600, log=log)
     log.write_text(proc.stdout + proc.stderr)
     found = [line for line in (proc.stdout + proc.stderr).splitlines() if re.match(r"%(Warning|Error)", line)]
     if proc.returncode and not found:
-        raise ToolFailedError(f"verilator lint crashed on {emitted.verilog} (log: {log})")
+        raise ToolFailedError(failure_message(what, proc, log, log_text=proc.stdout))
     return LintResult(tuple(found), log)
 
 

@@ -89,7 +89,7 @@ def check_folder(folder: Path, component: str, top: str, cfg) -> None:
         if other.name == files["core"]:
             continue
         try:
-            name = declared_name(other.read_text())
+            name = declared_name(other.read_text(), str(other))
         except (OSError, UnicodeDecodeError):
             continue
         if name == vlnv:

@@ -14,11 +14,10 @@ internal, switching and leakage power; OpenSTA reports watts.
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
 from vrex.errors import ToolFailedError
-from vrex.tools import find
+from vrex.tools import exit_reason, failure_message, find, run_tool
 
 from .stopwatch import lap
 
@@ -67,22 +66,22 @@ def run_sta(tcl: str, work: Path, name: str) -> str:
     script = Path(work) / f"{name}.tcl"
     script.write_text(tcl)
     log = Path(work) / f"{name}.log"
-    try:
-        with lap("sta"):
-            proc = subprocess.run([sta.path, "-no_splash", "-exit", script.name], cwd=work, capture_output=True,
-                                  text=True, timeout=1800)
-    except subprocess.TimeoutExpired:
-        raise ToolFailedError(f"OpenSTA timed out on {script}") from None
+    with lap("sta"):
+        proc = run_tool("sta", [sta.path, "-no_splash", "-exit", script.name], cwd=work, what=f"OpenSTA on {script}",
+                        timeout=1800, log=log)
     out = proc.stdout + proc.stderr
     log.write_text(out)
     if proc.returncode < 0:
-        raise ToolFailedError(f"OpenSTA crashed (signal {-proc.returncode}) on {script}; Debian's OpenSTA 2.0.17 "
+        again = " twice (retried once)" if proc.attempts > 1 else ""
+        detail = failure_message(f"OpenSTA on {script}", proc, log_text=out).partition("\n")[2]
+        raise ToolFailedError(f"OpenSTA crashed with {exit_reason(proc.returncode).removeprefix('killed by ')}{again} "
+                              f"on {script}; Debian's OpenSTA 2.0.17 "
                               "(2019) is known to crash in report_power on some netlists when the activity is "
                               "propagated from SAIF annotations (a constant driving a gate with several loads is "
-                              f"tied to a port for that reason, vrex.synth.saif.tie_constants). Log: {log}")
+                              f"tied to a port for that reason, vrex.synth.saif.tie_constants). Log: {log}"
+                              + (f"\n{detail}" if detail else ""))
     if proc.returncode or re.search(r"^Error", out, re.M):
-        tail = "\n  ".join(out.strip().splitlines()[-8:])
-        raise ToolFailedError(f"OpenSTA failed on {script} (log: {log}):\n  {tail}")
+        raise ToolFailedError(failure_message(f"OpenSTA on {script}", proc, log, log_text=out))
     return out
 
 

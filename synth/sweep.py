@@ -36,7 +36,7 @@ from pathlib import Path
 
 import yaml
 
-from vrex.config import load_config
+from vrex.config import load_config, read_yaml
 from vrex.errors import ConfigError, UsageError
 from vrex.paths import build_dir, git_revision, safe_name
 
@@ -77,7 +77,7 @@ def load_spec(path) -> SweepSpec:
     """Read and check a sweep spec; errors name the file and the problem."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text())
+        data = read_yaml(path.read_text(), str(path))
     except FileNotFoundError:
         raise UsageError(f"sweep spec {path}: no such file") from None
     except yaml.YAMLError as e:

@@ -10,11 +10,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import subprocess
 from pathlib import Path
 
-from vrex.errors import ToolFailedError
-from vrex.tools import require
+from vrex.tools import require, run_tool
 
 from .stopwatch import lap
 
@@ -74,20 +72,15 @@ def synthesis_source(verilog: Path, directory: Path, memories: str, sram_min_bit
 
 
 def run_yosys(script: str, cwd: Path, name: str, timeout: float = 1800) -> Path:
-    """Write ``<name>.ys`` into ``cwd``, run it, return the log path; raise ToolFailedError on failure."""
+    """Write ``<name>.ys`` into ``cwd``, run it, return the log path; raise ToolFailedError on failure (its exit
+    status or signal, the tails of stderr and of the log; a crash is retried once, :func:`vrex.tools.run_tool`)."""
     yosys = require("yosys")
     cwd = Path(cwd)
     (cwd / f"{name}.ys").write_text(script)
     log = cwd / f"{name}.log"
-    try:
-        with lap("yosys"):
-            proc = subprocess.run([yosys.path, "-q", "-l", log.name, f"{name}.ys"], cwd=cwd, capture_output=True,
-                                  text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise ToolFailedError(f"yosys script {cwd / name}.ys timed out after {timeout:.0f} s") from None
-    if proc.returncode:
-        tail = (log.read_text() if log.is_file() else proc.stderr or proc.stdout).strip().splitlines()[-8:]
-        raise ToolFailedError(f"yosys failed on {cwd / name}.ys (log: {log}):\n  " + "\n  ".join(tail))
+    with lap("yosys"):
+        run_tool("yosys", [yosys.path, "-q", "-l", log.name, f"{name}.ys"], cwd=cwd, what=f"yosys on {cwd / name}.ys",
+                 timeout=timeout, log=log, check=True)
     return log
 
 

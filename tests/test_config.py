@@ -89,6 +89,39 @@ def test_malformed_yaml_names_the_line(tmp_path):
         "bad.yaml, line 4: malformed YAML:")
 
 
+def test_a_key_twice_in_one_mapping_names_the_key_and_both_lines(tmp_path):
+    assert _err(tmp_path, "name: x\ndre:\n  hcu:\n    lanes: 8\n    bits_per_cycle: 4\n\n    lanes: 16\n") == \
+        "bad.yaml: key 'lanes' appears twice in one mapping (lines 4 and 7); keep one."
+    assert _err(tmp_path, "resv: {hash_bits: 16}\nname: x\nresv:\n  wicsum_ratio: 0.5\n") == \
+        "bad.yaml: key 'resv' appears twice in one mapping (lines 1 and 3); keep one."
+    assert _err(tmp_path, "dre: {hcu: {lanes: 8, lanes: 16}}\n") == \
+        "bad.yaml: key 'lanes' appears twice in one mapping (both on line 1); keep one."
+    # the same key in two different mappings is fine
+    assert load_config_text(tmp_path, "dre:\n  hcu:\n    lanes: 8\n  wtu:\n    lanes: 8\n").dre.wtu.lanes == 8
+
+
+def load_config_text(tmp_path, text):
+    path = tmp_path / "ok.yaml"
+    path.write_text(text)
+    return load_config(str(path))
+
+
+def test_a_key_twice_is_one_line_on_the_command_line(tmp_path, capsys):
+    from vrex.cli import main
+
+    twice = tmp_path / "twice.yaml"
+    twice.write_text("name: x\ndre:\n  hcu:\n    lanes: 8\n    lanes: 16\n")
+    assert main(["config", "validate", str(twice)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == (f"vrex: error: {twice}: key 'lanes' appears twice in one mapping "
+                                                   "(lines 4 and 5); keep one.\n")
+    from vrex.cli import parse_override
+
+    with pytest.raises(ConfigError, match=r"^--set 'dre.hcu={lanes: 8, lanes: 4}': key 'lanes' appears twice in one "
+                                          r"mapping \(both on line 1\); keep one.$"):
+        parse_override("dre.hcu={lanes: 8, lanes: 4}")
+
+
 _NEEDS_A_KEY = ("but a config file needs at least one key (the keys it leaves out take the edge defaults); start from "
                 "`vrex config show -c edge > my.yaml`.")
 _NOT_A_MAPPING = ("not a mapping of keys to values (name:, model:, resv:, dre: ...); start from "

@@ -57,8 +57,10 @@ def parse_override(text: str) -> tuple[str, object]:
     key, sep, value = text.partition("=")
     if not sep or not key.strip():
         raise UsageError(f"--set {text!r}: give KEY=VALUE with a dotted config key, e.g. --set perf.reuse_fraction=0.5.")
+    from .config import read_yaml
+
     try:
-        return key.strip(), yaml.safe_load(value)
+        return key.strip(), read_yaml(value, f"--set {text!r}")
     except yaml.YAMLError:
         raise UsageError(f"--set {text!r}: the value is not valid YAML.") from None
 

@@ -76,6 +76,16 @@ def test_sweep_cli_writes_rows_and_a_pareto_plot_and_refuses_bad_input(tmp_path,
                           "built-in: edge-40k.") and err.count("\n") == 1
 
 
+def test_a_key_twice_in_a_design_sweep_spec_is_refused(tmp_path):
+    from vrex.config import ConfigError
+
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("name: t\nat:\n  kv: 40960\n  kv: 8192\ngrid:\n  dre.hcu.lanes: [8]\n")
+    with pytest.raises(ConfigError) as e:
+        load_sweep_spec(str(spec))
+    assert str(e.value) == f"{spec}: key 'kv' appears twice in one mapping (lines 3 and 4); keep one."
+
+
 def test_shipped_sweep_is_a_500_point_grid():
     spec = load_sweep_spec("edge-40k")
     n = 1

@@ -164,6 +164,20 @@ def test_an_unreachable_scheduler_fails_fast_and_keeps_the_cache(tmp_path, work_
     assert record.read_text() == '{"component": "hamming_lanes"}'
 
 
+def test_a_key_twice_in_a_sweep_spec_names_the_key_and_both_lines(tmp_path):
+    from vrex.config import ConfigError
+
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("name: two\nbase: tiny\ngrid:\n  dre.hcu.lanes: [4, 8]\n  dre.hcu.lanes: [16]\n")
+    with pytest.raises(ConfigError) as e:
+        load_spec(spec)
+    assert str(e.value) == f"{spec}: key 'dre.hcu.lanes' appears twice in one mapping (lines 4 and 5); keep one."
+    spec.write_text("grid:\n  dre.hcu.lanes: [4]\noptions:\n  activity: false\n  transactions: 10\n"
+                    "  activity: true\n")
+    with pytest.raises(ConfigError, match=r"key 'activity' appears twice in one mapping \(lines 4 and 6\)"):
+        load_spec(spec)
+
+
 def test_progress_counts_and_eta():
     from vrex.synth.parallel import Progress
 

@@ -15,7 +15,7 @@ cache and generated-artefact folder.
 from ..errors import ConfigError
 from .dre import DREConfig, HCUConfig, KVMUConfig, WTUConfig
 from .fields import param, section
-from .loading import builtin_config_names, field_docs, load_config
+from .loading import builtin_config_names, field_docs, load_config, read_yaml
 from .lxe import CoreConfig, LXEConfig
 from .memory import CoreMap, KVMUMap
 from .model import ModelConfig
@@ -30,4 +30,5 @@ __all__ = [
     "Config", "ModelConfig", "ReSVConfig", "HCUConfig", "WTUConfig", "KVMUConfig", "DREConfig", "LXEConfig",
     "DRAMConfig", "LinkConfig", "StorageConfig", "SystemConfig", "TechnologyConfig", "IPConfig", "FPGAConfig",
     "PerfConfig", "KVMUMap", "CoreConfig", "CoreMap", "load_config", "builtin_config_names", "ConfigError",
+    "read_yaml",
 ]

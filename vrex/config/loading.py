@@ -1,4 +1,6 @@
-"""Loading configs: built-in names and YAML files (with line numbers in errors), and the field docs."""
+"""Loading configs: built-in names and YAML files (with line numbers in errors), and the field docs; and the YAML
+reader of every YAML file the project reads (:func:`read_yaml`: configs, sweep specs, ``--set`` values, core
+files), which refuses a mapping with the same key twice."""
 
 from __future__ import annotations
 
@@ -12,6 +14,45 @@ import yaml
 from ..errors import ConfigError
 from .convert import _build, _to_plain
 from .top import Config
+
+__all__ = ["UniqueKeyLoader", "read_yaml", "load_config", "builtin_config_names", "field_docs"]
+
+
+class UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, but a mapping with the same key twice is a :class:`ConfigError` naming the key, the
+    source and both lines (PyYAML keeps the last value silently, so ``lanes: 8`` ... ``lanes: 16`` would be 16 with
+    no word). ``source`` names the document in the message; merge keys (``<<``) are left to PyYAML."""
+
+    source = "<string>"
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    first = seen.setdefault(key, key_node)
+                except TypeError:   # an unhashable key: SafeConstructor's own error says so
+                    continue
+                if first is not key_node:
+                    a, b = first.start_mark.line + 1, key_node.start_mark.line + 1
+                    where = f"lines {a} and {b}" if a != b else f"both on line {a}"
+                    raise ConfigError(None, None, f"key {key!r} appears twice in one mapping ({where}); keep one.",
+                                      source=self.source)
+        return super().construct_mapping(node, deep=deep)
+
+
+def read_yaml(text: str, source: str):
+    """The YAML document ``text`` as Python data (safe loading, :class:`UniqueKeyLoader`); ``source`` (a file name)
+    names it in errors. Malformed YAML raises ``yaml.YAMLError`` as ``yaml.safe_load`` does."""
+    loader = UniqueKeyLoader(text)
+    loader.source = source
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
 
 
 def _key_lines(text: str) -> dict:
@@ -60,7 +101,7 @@ def load_config(name_or_path=None) -> Config:
         name_or_path = "edge"
     text, source = _resolve(name_or_path)
     try:
-        data = yaml.safe_load(text)
+        data = read_yaml(text, source)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
