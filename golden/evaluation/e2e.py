@@ -52,9 +52,10 @@ _SDPA: list = []
 
 
 class _Loop:
-    """What the attention function needs during one method's run."""
+    """What the attention function needs during one method's run (``online``: one run, or one per sequence of a
+    batch)."""
 
-    def __init__(self, online: OnlineRun | None, retrieval: set[int]):
+    def __init__(self, online, retrieval: set[int]):
         self.online, self.retrieval = online, retrieval
         self.step = None
         self.layer_seconds: dict[int, float] = {}
@@ -73,14 +74,25 @@ def _attend(module, query, key, value, attention_mask, scaling=None, dropout=0.0
     if key.shape[2] != e or query.shape[2] != e - s:
         raise TraceError(f"layer {l} attends {key.shape[2]} keys with {query.shape[2]} queries at step {step.label} "
                          f"(expected {e} and {e - s}); the e2e loop needs a fresh cache per run.")
-    loop.online.write(l, step, query[0].transpose(0, 1), key[0, :, s:e].transpose(0, 1),
-                      value[0, :, s:e].transpose(0, 1))
-    mask = loop.online.select(l, step) if l in loop.retrieval else None
-    if mask is None:
+    runs = loop.online if isinstance(loop.online, list) else [loop.online]
+    if query.shape[0] != len(runs):
+        raise TraceError(f"layer {l}: a batch of {query.shape[0]} sequences for {len(runs)} runs in the loop.")
+    masks = []
+    for b, run in enumerate(runs):              # a batch: one run per sequence (the needle grid's haystacks)
+        run.write(l, step, query[b].transpose(0, 1), key[b, :, s:e].transpose(0, 1), value[b, :, s:e].transpose(0, 1))
+        masks.append(run.select(l, step) if l in loop.retrieval else None)
+    if all(m is None for m in masks):
         out = _SDPA[0](module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs)
     else:
-        o = torch.nn.functional.scaled_dot_product_attention(query, key, value, attn_mask=mask[None], scale=scaling,
-                                                             enable_gqa=True)
+        causal = None
+        for b, m in enumerate(masks):
+            if m is None:                       # this sequence attends every causal key
+                if causal is None:
+                    causal = (torch.arange(e)[None, :] <= (s + torch.arange(e - s))[:, None]).expand(
+                        query.shape[1], -1, -1)
+                masks[b] = causal
+        o = torch.nn.functional.scaled_dot_product_attention(query, key, value, attn_mask=torch.stack(masks),
+                                                             scale=scaling, enable_gqa=True)
         out = (o.transpose(1, 2).contiguous(), None)
     loop.layer_seconds[l] = loop.layer_seconds.get(l, 0.0) + time.perf_counter() - t0
     return out

@@ -1,6 +1,8 @@
-"""The needle benchmark (vrex niah) on a tiny random Llama: needle placement, full attention in the loop equal to the
-unmodified model, branching equal to running the whole context, a method that fetches nothing losing the needle
-and one that fetches everything matching full attention; bad input."""
+"""The needle benchmark (vrex niah) on a tiny random Llama: needle slots over the offloaded span and the controls,
+question kinds and their truths, full attention in the loop equal to the unmodified model, branching equal to running
+the whole context, a batch of haystacks equal to running each alone, a method that fetches nothing losing the needle
+and one that fetches everything matching full attention, the needle oracle fetching exactly the needle; the
+aggregation's intervals and paired tests; bad input."""
 
 import pytest
 import torch
@@ -20,7 +22,8 @@ from vrex.golden.traces.trace import ANSWER, QUESTION, Trace, segments_from_leng
 
 pytest.importorskip("transformers")
 FRAMES, TPF = 40, 8
-WINDOW = 200      # the byte-level question is ~140 tokens: a needle at depth 1 stays resident through the options
+WINDOW = 200      # the byte-level question is ~140 tokens: a needle in the window slot stays resident through it
+# 43 frame positions (40 + 3 needles), 25 of them in the window: the offloaded span is frames 1 … 16
 NEEDLES = ["coffee", "rocket", "chelsea"]
 
 
@@ -42,30 +45,43 @@ def _haystack(lm, seed=0) -> Haystack:
                     (assistant, "Answer:"), {"frames": FRAMES})
 
 
-def _context(lm, depths=(0.0, 0.5, 1.0)):
+def _context(lm, depths=(0.0, 0.5, "window"), **kw):
     hay = _haystack(lm)
-    return hay, build_context(lm, hay, dict(zip(NEEDLES, depths)))
+    return hay, build_context(lm, hay, dict(zip(NEEDLES, depths)), window_tokens=WINDOW, **kw)
 
 
-def test_each_needle_is_one_extra_frame_at_its_depth_and_depth_one_is_resident(tiny):
+def _offloaded_at_the_question(cfg, ctx, needle) -> bool:
+    b = ctx.branches[0]
+    segs = segments_from_lengths(list(ctx.segments) + [(QUESTION, len(b.question_ids))])
+    stream = Stream(cfg, Trace(segs, {}, {}))
+    res = stream.residency(stream.steps[-1])
+    r = ctx.needle_tokens[needle]
+    return r[-1] < res.window_start and r[0] >= res.sinks
+
+
+def test_each_needle_is_one_extra_frame_at_its_slot_and_depths_span_the_offloaded_frames(tiny):
     cfg, lm = tiny
     hay, ctx = _context(lm)
     opening = len(hay.opening)
     assert ctx.tokens == opening + (FRAMES + len(NEEDLES)) * TPF
-    expected = {"coffee": opening, "rocket": opening + (FRAMES // 2 + 1) * TPF, "chelsea": ctx.tokens - TPF}
+    # depth d → frame 1 + round(d × 15): 0 → 1, 0.5 → 9; the window control is the last frame
+    expected = {"coffee": opening + TPF, "rocket": opening + 9 * TPF, "chelsea": ctx.tokens - TPF}
     for x, start in expected.items():
         assert ctx.needle_tokens[x] == range(start, start + TPF)
         assert torch.equal(ctx.embeds[start:start + TPF], hay.needles[x])
     # the haystack's frames, in order, fill every other frame slot
     rest = [i for i in range(opening, ctx.tokens) if not any(i in r for r in ctx.needle_tokens.values())]
     assert torch.equal(ctx.embeds[rest], hay.frames.reshape(-1, hay.frames.shape[-1]))
-    # at the question, depth 1 is inside the resident window, depth 0 is offloaded
-    b = ctx.branches[0]
-    segs = segments_from_lengths(list(ctx.segments) + [(QUESTION, len(b.question_ids))])
-    stream = Stream(cfg, Trace(segs, {}, {}))
-    res = stream.residency(stream.steps[-1])
-    assert ctx.needle_tokens["chelsea"][0] >= res.window_start
-    assert ctx.needle_tokens["coffee"][-1] < res.window_start
+    # at the question the window control is resident, depths 0 and 0.5 offloaded
+    assert not _offloaded_at_the_question(cfg, ctx, "chelsea")
+    assert _offloaded_at_the_question(cfg, ctx, "coffee") and _offloaded_at_the_question(cfg, ctx, "rocket")
+    # depth 1 is the last offloaded frame (frame 16), the start control the first frame after the opening
+    _, edge = _context(lm, ("start", 1.0, 0.0))
+    assert edge.needle_tokens["coffee"].start == opening and edge.needle_tokens["rocket"].start == opening + 16 * TPF
+    assert _offloaded_at_the_question(cfg, edge, "rocket")
+    # two needles that want one frame take the next free one
+    _, same = _context(lm, (0.5, 0.5, 0.5))
+    assert [same.needle_tokens[x].start for x in NEEDLES] == [opening + f * TPF for f in (9, 10, 11)]
     ref = build_context(lm, hay, None)
     assert ref.tokens == opening + FRAMES * TPF and not ref.needle_tokens
 
@@ -133,6 +149,34 @@ def test_every_variant_loads_on_every_builtin_config_and_resv_offloaded_is_the_o
     old = load_config("smollm2").with_overrides(variant_overrides("resv_offloaded"))
     assert (old.stage_ratio("frame"), old.stage_ratio("text")) == (0.6, 0.2)
     assert load_config("smollm2").stage_ratio("frame") == 0.9                    # the row rule's p, shipped
+
+
+def test_question_kinds_ask_what_when_and_first_with_the_truth_of_the_frames(tiny):
+    from vrex.golden.evaluation.niah.needles import KINDS, NEEDLES as ALL, WHEN_OPTIONS
+
+    _, lm = tiny
+    hay, ctx = _context(lm, (0.0, 1.0, "window"), kinds=("what", "when", "first"))
+    by = {b.key: b for b in ctx.branches}
+    assert set(by) == {"coffee#0", "rocket#0", "chelsea#0", "when:coffee#0", "when:rocket#0", "when:chelsea#0",
+                       "first:coffee+rocket#0"}
+    for b in ctx.branches:
+        assert len(b.options) == round(1 / KINDS[b.kind]) and b.options[b.truth]     # chance = 1 / options
+    total = FRAMES + len(NEEDLES)
+    for x, frame in (("coffee", 1), ("rocket", 16), ("chelsea", total - 1)):
+        truth = by[f"when:{x}#0"].options[by[f"when:{x}#0"].truth]
+        assert truth == WHEN_OPTIONS[min(2, int(3 * frame / (total - 1)))]
+    assert by["when:coffee#0"].options[by["when:coffee#0"].truth] == "beginning"
+    assert by["when:chelsea#0"].options[by["when:chelsea#0"].truth] == "end"
+    first = by["first:coffee+rocket#0"]
+    assert first.options[first.truth] == ALL["coffee"].truth and first.subjects == ("coffee", "rocket")
+    # a control (the window needle) makes its questions controls; the truth follows the frames when they swap
+    assert not by["chelsea#0"].counted and not by["when:chelsea#0"].counted and by["first:coffee+rocket#0"].counted
+    _, flipped = _context(lm, (0.9, 0.1, 0.5), kinds=("first",))
+    b, = flipped.branches
+    assert b.options[b.truth] == ALL["rocket"].truth
+    # every option order of a question has as many tokens (a batch runs its haystacks' questions in lockstep)
+    _, other = _context(lm, (0.9, 0.1, 0.5), kinds=("what", "when", "first"), order_offset=1)
+    assert [len(b.question_ids) for b in other.branches] == [len(b.question_ids) for b in ctx.branches]
 
 
 def test_rotations_put_every_needle_at_every_depth():
@@ -210,6 +254,39 @@ class _Nothing(RetrievalPolicy):
         return [ctx.offloaded[:0] for _ in ctx.heads]
 
 
+def test_a_batch_of_haystacks_equals_each_run_alone(tiny):
+    """Two haystacks (needles in other slots, the second asked in option order 1) as one batch: each sequence's
+    log-likelihoods are its own run's up to the batched products' rounding, its selections and ratios the same."""
+    cfg, lm = tiny
+    hay = _haystack(lm)
+    ctxs = [build_context(lm, hay, place_needles(NEEDLES, [0.0, 0.5, "window"], r), kinds=("what", "first"),
+                          window_tokens=WINDOW, order_offset=r) for r in (0, 1)]
+    both = run_cell(cfg, lm, ctxs, "resv", BaselineSettings())
+    for c, got in zip(ctxs, both):
+        alone = run_cell(cfg, lm, c, "resv", BaselineSettings())
+        assert set(got["branches"]) == set(alone["branches"]) == {b.key for b in c.branches}
+        for k, b in alone["branches"].items():
+            assert got["branches"][k]["log_likelihood"] == pytest.approx(b["log_likelihood"], rel=1e-4, abs=1e-4)
+            assert got["branches"][k]["needle"] == b["needle"] and got["branches"][k]["truth"] == b["truth"]
+        assert (got["frame_ratio"], got["text_ratio"]) == pytest.approx((alone["frame_ratio"], alone["text_ratio"]))
+    with pytest.raises(ValueError, match="one layout"):
+        run_cell(cfg, lm, [ctxs[0], build_context(lm, hay, place_needles(NEEDLES, [0.0], 0), kinds=("when",),
+                                                  window_tokens=WINDOW)], "resv", BaselineSettings())
+
+
+def test_the_needle_oracle_fetches_exactly_the_needles_and_full_minus_needle_never(tiny):
+    cfg, lm = tiny
+    _, ctx = _context(lm)
+    oracle = run_cell(cfg, lm, ctx, "needle_oracle", BaselineSettings())
+    minus = run_cell(cfg, lm, ctx, "full_minus_needle", BaselineSettings())
+    for x in ("coffee", "rocket"):
+        assert oracle["branches"][x + "#0"]["needle"]["hit_rate"] == 1.0
+        assert minus["branches"][x + "#0"]["needle"]["hit_rate"] == 0.0
+    # complementary selections: the needles' 16 of ~150 offloaded tokens, and every other one
+    assert 0.0 < oracle["text_ratio"] < 0.25 and 0.75 < minus["text_ratio"] < 1.0
+    assert oracle["text_ratio"] + minus["text_ratio"] == pytest.approx(1.0)
+
+
 def test_fetching_nothing_loses_the_offloaded_needles_and_fetching_everything_is_full_attention(tiny, monkeypatch):
     cfg, lm = tiny
     _, ctx = _context(lm)
@@ -255,26 +332,31 @@ def test_cli_rejects_bad_input_in_one_sentence_and_writes_nothing(tmp_path, caps
     out = tmp_path / "r.json"
     for args, message in ((["--needles", "nope"], "unknown needle"), (["--depths", "0,2"], "a depth is a fraction"),
                           (["--lengths", "abc"], "give token counts"), (["--methods", "full,nope"], "unknown method"),
-                          (["--methods", "resv_row@1.5"], "p values in (0, 1]"), (["--orders", "6"], "at most 5")):
+                          (["--methods", "resv_row@1.5"], "p values in (0, 1]"), (["--orders", "6"], "at most 5"),
+                          (["--kinds", "what,why"], "unknown question kind 'why'"),
+                          (["--depths", "0.5,middle"], "a depth is a fraction"),
+                          (["--methods", "rekv@1.5"], "a fraction in (0, 1]"),
+                          (["--methods", "quest@0"], "a fraction in (0, 1]"),
+                          (["--kinds", "first", "--needles", "coffee"], "at least two --needles")):
         assert main(["niah", *args, "--json", str(out)]) == 2
         err = capsys.readouterr().err
         assert message in err and "Traceback" not in err
         assert not out.exists()
 
 
-@pytest.mark.slow
 def test_the_cli_runs_a_small_grid_end_to_end_and_resumes_from_saved_cells(tiny, tmp_path, capsys, monkeypatch):
     cfg, lm = tiny
     monkeypatch.setenv("VREX_BUILD_DIR", str(tmp_path / "build"))
     yaml = tmp_path / "tiny.yaml"
     yaml.write_text(cfg.dump_yaml())
     out = tmp_path / "r.json"
-    args = ["niah", "-c", str(yaml), "--model", str(lm.source.path), "--lengths", "320", "--depths", "0,1",
-            "--needles", "coffee,rocket", "--orders", "2", "--methods", "full,resv,rekv", "--clips", "carphone_pristine", "--fps", "2",
+    args = ["niah", "-c", str(yaml), "--model", str(lm.source.path), "--lengths", "560", "--depths", "0.5,window",
+            "--needles", "coffee,rocket", "--kinds", "what,first", "--rotations", "2",
+            "--methods", "full,resv,rekv,rekv@0.5,needle_oracle", "--clips", "carphone_pristine", "--fps", "2",
             "--json", str(out), "-o", str(tmp_path / "plots"), "-q"]
     assert main(args) == 0
     printed = capsys.readouterr().out
-    assert "niah method" in printed and "targets (issue 23) of resv" in printed
+    assert "niah method" in printed and "95% CI" in printed and "targets (issue 23) of resv" in printed
     import json
 
     r = json.loads(out.read_text())
@@ -282,18 +364,40 @@ def test_the_cli_runs_a_small_grid_end_to_end_and_resumes_from_saved_cells(tiny,
     assert {"frame traffic", "text traffic"} <= set(checked)
     rekv_frame = r["methods"]["rekv"]["niah"]["ratio"]["frame"]
     assert checked["frame traffic"]["bound"] == pytest.approx(rekv_frame / 3)
-    assert checked["frame traffic"]["met"] == (r["methods"]["resv"]["niah"]["ratio"]["frame"] <= rekv_frame / 3)
-    assert set(r["methods"]) == {"full", "resv", "rekv"}
+    assert set(r["methods"]) == {"full", "resv", "rekv", "rekv@0.5", "needle_oracle"}
     asked = [q for q in r["questions"] if q["method"] == "resv"]
-    assert sorted(q["depth"] for q in asked) == [0.0, 1.0] and {q["orders"] for q in asked} == {2}
-    for m in r["methods"].values():
+    # 2 haystacks × (2 what + 1 first); one needle of each haystack sits in the window: its questions are controls
+    assert len(asked) == 6 and sorted((str(q["depth"]) for q in asked if q["kind"] == "what")) == ["0.5", "0.5",
+                                                                                                  "window", "window"]
+    assert [q["counted"] for q in asked if q["kind"] == "first"] == [False, False]
+    assert {q["rotation"] for q in asked} == {0, 1} and {q["orders"] for q in asked} == {1}
+    gone = set(r["dropped_needles"])
+    for name, m in r["methods"].items():
         n = m["niah"]
-        kept = 2 - len(r["dropped_needles"])
-        assert n["questions"] == kept and set(n) >= {"accuracy", "exact_match", "delta_points", "needle_hit_rate", "ratio"}
+        mine = [q for q in r["questions"] if q["method"] == name and q["counted"] and not set(q["subjects"]) & gone
+                and q["kind"] not in r["dropped_kinds"]]
+        assert n["n_questions"] == len(mine) and n["accuracy"] == (sum(q["correct"] for q in mine) / len(mine)
+                                                                    if mine else None)
+        if mine:
+            lo, hi = n["accuracy_ci"]
+            assert lo <= n["accuracy"] <= hi
+        assert set(n) >= {"accuracy_ci", "delta_points", "delta_ci", "mcnemar_p_vs_full", "mcnemar_p_vs_rekv",
+                          "per_kind", "per_length", "controls", "needle_hit_rate", "ratio"}
     assert r["methods"]["full"]["niah"]["ratio"]["frame"] == 1.0 and r["methods"]["rekv"]["niah"]["ratio"]["frame"] < 1
+    assert set(r["iso_accuracy"]) <= {"rekv"}                  # rekv and rekv@0.5 are a sweep of two points
     assert (tmp_path / "plots" / "niah-heatmaps.png").is_file()
     saved = sorted((tmp_path / "build" / "golden" / "niah" / "cells").glob("*.json"))
-    assert len(saved) == 4                                   # reference + three methods
-    monkeypatch.setattr("vrex.golden.evaluation.niah.grid.cell", lambda *a, **k: pytest.fail("a saved cell ran again"))
+    assert len(saved) == 6                                   # reference + five methods
+    # interrupted: one cell lost; the rerun runs only it and reports the same
+    from vrex.golden.evaluation.niah import grid
+
+    lost, = [f for f in saved if f.name.startswith("560-rekv_at_0.5-")]
+    lost.unlink()
+    ran, real = [], grid.cell
+    monkeypatch.setattr(grid, "cell", lambda *a, **k: ran.append(a[3]) or real(*a, **k))
+    assert main(args) == 0
+    again = json.loads(out.read_text())
+    assert ran == ["rekv@0.5"] and again["methods"] == r["methods"] and again["questions"] == r["questions"]
+    monkeypatch.setattr(grid, "cell", lambda *a, **k: pytest.fail("a saved cell ran again"))
     assert main(args) == 0
     assert json.loads(out.read_text())["methods"] == r["methods"]

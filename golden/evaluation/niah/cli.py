@@ -14,14 +14,27 @@ from vrex.golden.cache import golden_cache_dir
 __all__ = ["register"]
 
 
-def _floats(text: str, what: str) -> tuple[float, ...]:
-    try:
-        out = tuple(float(x) for x in text.split(",") if x)
-    except ValueError:
-        raise UsageError(f"--{what} {text!r}: give numbers separated by commas.") from None
+def _depths(text: str) -> tuple:
+    from vrex.golden.evaluation.niah.haystack import CONTROLS
+
+    out = []
+    for x in (x.strip() for x in text.split(",")):
+        if not x:
+            continue
+        if x in CONTROLS:
+            out.append(x)
+            continue
+        try:
+            d = float(x)
+        except ValueError:
+            d = -1.0
+        if not 0.0 <= d <= 1.0:
+            raise UsageError(f"--depths {x}: a depth is a fraction of the offloaded haystack in [0, 1], or a control "
+                             f"({', '.join(CONTROLS)}).")
+        out.append(d)
     if not out:
-        raise UsageError(f"--{what} {text!r}: give at least one value.")
-    return out
+        raise UsageError(f"--depths {text!r}: give at least one slot.")
+    return tuple(out)
 
 
 def _lengths(text: str) -> tuple[int, ...]:
@@ -50,20 +63,32 @@ def register(sub) -> None:
     n.add_argument("--quick", action="store_true",
                    help="2 needles, 2 depths, 1K tokens, full + resv + rekv (a first result in minutes)")
     n.add_argument("--lengths", default="1K,2K,4K,8K", help="haystack lengths in tokens (default 1K,2K,4K,8K)")
-    n.add_argument("--depths", default="0,0.25,0.5,0.75,1",
-                   help="needle depths as fractions of the haystack; 1 = inside the resident window (default "
-                        "0,0.25,0.5,0.75,1)")
+    n.add_argument("--depths", default="start,0.1,0.3,0.5,0.7,0.9,window",
+                   help="needle slots: depths as fractions of the offloaded haystack (0 its first frame after the "
+                        "chat opening, 1 its last before the resident window), and the controls start (right "
+                        "after the opening) and window (inside the resident window), reported apart (default "
+                        "start,0.1,0.3,0.5,0.7,0.9,window)")
     n.add_argument("--needles", metavar="LIST",
-                   help="needles (scikit-image photographs), default chelsea,coffee,rocket,astronaut,motorcycle_left")
-    n.add_argument("--orders", type=positive_int, default=5,
-                   help="option orders asked per needle, the score averaged over them (cyclic rotations of the "
-                        "option list; 5 puts every option at every position once; default 5)")
-    n.add_argument("--methods", default="full,resv,rekv,infinigen,quest,oracle_topp",
-                   help="methods in the loop (default full,resv,rekv,infinigen,quest,oracle_topp); resv_row@P "
-                        "or resv_row@F:T is the row-mass rule at p = P (frame F, text T)")
-    n.add_argument("--rotations", type=positive_int, default=1,
-                   help="prefills per (length, method): rotation r puts needle i at depth (i + r) mod D (default 1; "
-                        "D rotations put every needle at every depth)")
+                   help="needles (scikit-image and matplotlib photographs), default chelsea,coffee,rocket,astronaut,"
+                        "motorcycle_left,tripod,grace_hopper,page")
+    n.add_argument("--kinds", metavar="LIST", help="question kinds: what (which object), when (which third of the "
+                                                   "video), first (which of two needles came first); default all")
+    n.add_argument("--orders", type=positive_int, default=1,
+                   help="option orders asked per question and haystack; haystack r starts at order r, so the "
+                        "rotations cycle every question through its orders (default 1)")
+    n.add_argument("--methods", default="full,resv,rekv,infinigen,quest,oracle_topp,needle_oracle",
+                   help="methods in the loop (default full,resv,rekv,infinigen,quest,oracle_topp,needle_oracle); "
+                        "resv_row@P or resv_row@F:T is the row-mass rule at p = P (frame F, text T); rekv@F, "
+                        "quest@F, infinigen@F a baseline at budget fraction F, oracle_topp@P the oracle at mass P; "
+                        "needle_oracle fetches exactly the needles' tokens, full_minus_needle all but them")
+    n.add_argument("--rotations", type=positive_int, default=5,
+                   help="haystacks per length: rotation r puts needle i in slot (i + r) mod D (default 5; D "
+                        "rotations put every needle in every slot)")
+    n.add_argument("--batch", type=positive_int, default=None,
+                   help="haystacks run as one batch (default: all rotations of a length; fewer need less memory)")
+    n.add_argument("--dtype", choices=("bfloat16", "float32"), default="bfloat16",
+                   help="the LLM's precision (default bfloat16, the model's trained precision; float32 is ~2× "
+                        "slower)")
     n.add_argument("--budget", default="paper", help="baselines' budgets: paper, matched, or a fraction (default "
                                                      "paper)")
     n.add_argument("--top-p", type=float, default=0.85, help="oracle_topp mass target (default 0.85)")
@@ -85,8 +110,8 @@ def register(sub) -> None:
 def _spec(args, cfg):
     from vrex.golden.options import parse_index_list
     from vrex.golden.evaluation.niah.grid import QUICK, GridSpec
-    from vrex.golden.evaluation.niah.needles import needle_names
-    from vrex.golden.evaluation.offline import check_methods
+    from vrex.golden.evaluation.niah.needles import needle_names, question_kinds
+    from vrex.golden.evaluation.niah.run import check_niah_methods
 
     try:
         budget = float(args.budget)
@@ -95,18 +120,18 @@ def _spec(args, cfg):
     if args.fps <= 0:
         raise UsageError(f"--fps {args.fps:g}: the sampling rate must be > 0.")
     methods = tuple(m for m in args.methods.split(",") if m)
-    check_methods(methods, prefix="--methods: ")
-    kw = dict(lengths=_lengths(args.lengths), depths=_floats(args.depths, "depths"),
-              needles=tuple(needle_names(args.needles)), methods=methods)
+    check_niah_methods(methods, prefix="--methods: ")
+    kw = dict(lengths=_lengths(args.lengths), depths=_depths(args.depths),
+              needles=tuple(needle_names(args.needles)), methods=methods, kinds=question_kinds(args.kinds),
+              rotations=args.rotations)
     if args.quick:
         kw.update(QUICK)
-    for d in kw["depths"]:
-        if not 0.0 <= d <= 1.0:
-            raise UsageError(f"--depths {d:g}: a depth is a fraction of the haystack in [0, 1].")
+    if "first" in kw["kinds"] and len(kw["needles"]) < 2:
+        raise UsageError("--kinds first asks which of two needles came first: give at least two --needles.")
     layers = parse_index_list(args.layers, cfg.model.layers, "layers")
     if args.orders > 5:
-        raise UsageError(f"--orders {args.orders}: a needle has 5 options, so at most 5 cyclic orders.")
-    return GridSpec(**kw, rotations=args.rotations, orders=args.orders, model=args.model,
+        raise UsageError(f"--orders {args.orders}: a question has at most 5 options, so at most 5 cyclic orders.")
+    return GridSpec(**kw, orders=args.orders, model=args.model, dtype=args.dtype, batch=args.batch or 0,
                     clips=tuple(c for c in args.clips.split(",") if c), video=args.video or "", fps=args.fps,
                     budget=budget, top_p=args.top_p, layers=tuple(layers) if layers else None)
 
@@ -125,10 +150,11 @@ def _cmd_niah(args) -> int:
     VideoSpec(clips=spec.clips, fps=spec.fps, path=spec.video).sources()   # a missing video: before any model load
     json_out = output_file(args.json, "--json") if args.json else None
     out_dir = Path(args.out) if args.out else golden_cache_dir("niah", cfg.hash())
-    cells = len(spec.lengths) * (1 + spec.rotations * len(spec.methods))
-    print(f"niah: config {cfg.name} ({cfg.hash()}), model {spec.model}; lengths {list(spec.lengths)} × depths "
-          f"{list(spec.depths)} × needles {list(spec.needles)} × methods {list(spec.methods)}; {cells} cells "
-          f"(one prefill each){' on ' + args.scheduler if args.scheduler else ''}", flush=True)
+    cells = len(spec.lengths) * (1 + len(spec.methods))
+    print(f"niah: config {cfg.name} ({cfg.hash()}), model {spec.model} ({spec.dtype}); lengths {list(spec.lengths)} "
+          f"× {spec.rotations} haystacks (slots {list(spec.depths)}) × needles {list(spec.needles)} × kinds "
+          f"{list(spec.kinds)} × methods {list(spec.methods)}; {cells} cells{' on ' + args.scheduler if args.scheduler else ''}",
+          flush=True)
     t0 = time.perf_counter()
     grid = run_grid(cfg, spec, scheduler=args.scheduler, progress=not args.quiet,
                     cell_dir=golden_cache_dir("niah", "cells"))

@@ -1,16 +1,19 @@
-"""The needle benchmark's grid: haystack lengths × rotations × methods, run locally or on a Dask scheduler, and
-its aggregation per method.
+"""The needle benchmark's grid: haystack lengths × methods, every length's haystacks run as one batch, locally or
+on a Dask scheduler, and its aggregation per method with intervals and paired tests.
 
-A *cell* is one (length, rotation, method): every needle sits at one depth (:func:`.haystack.place_needles`;
-``len(depths)`` rotations put every needle at every depth once), one prefill serves all of them. Per length a
-reference cell (full attention, the haystack without needles) gives the calibration: an option's score is its
+A *haystack* is one (length, rotation): every needle sits in one slot of ``depths`` (:func:`.haystack.place_needles`;
+``len(depths)`` rotations put every needle in every slot once), one prefill serves all its questions, and rotation
+r asks every question in option order r (a Latin square of option positions over the rotations). A *cell* is one
+(length, method): that length's haystacks run as one batch (:func:`.run.run_cell`). Per length a reference cell
+(full attention, the haystack without needles, every option order) gives the calibration: an option's score is its
 log-likelihood in the method's run minus its log-likelihood in the reference (domain-conditional PMI); the
-prediction is the best-scoring option. The reference is method-independent, so calibration cannot favour a
-method: it only removes each option's prior given the haystack. ``resv`` runs before the others of its length so
-that ``--budget matched`` gives them the fractions ReSV fetched at every layer and step of the same branch.
+prediction is the best-scoring option. The reference is method-independent, so calibration cannot favour a method:
+it only removes each option's prior given the haystack. ``resv`` runs before the others of its length so that
+``--budget matched`` gives them the fractions ReSV fetched at every layer and step of the same branch.
 
 Cells are independent but for that order; with ``scheduler`` each is a Dask task (a method's task depends on its
-length's resv task when budgets are matched), and each worker loads the model once.
+length's resv task when budgets are matched), and each worker loads the model once. Finished cells are saved by
+config, spec and cell; a rerun reads them (an interrupted grid resumes).
 """
 
 from __future__ import annotations
@@ -21,17 +24,21 @@ from dataclasses import dataclass
 
 from vrex.errors import UsageError
 
-__all__ = ["GridSpec", "run_grid", "aggregate", "QUICK"]
+__all__ = ["GridSpec", "run_grid", "aggregate", "QUICK", "slot_key", "family"]
+
+DEPTHS = ("start", 0.1, 0.3, 0.5, 0.7, 0.9, "window")
 
 
 @dataclass(frozen=True)
 class GridSpec:
     lengths: tuple[int, ...] = (1024, 2048, 4096, 8192)
-    depths: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
-    needles: tuple[str, ...] = ("chelsea", "coffee", "rocket", "astronaut", "motorcycle_left")
+    depths: tuple = DEPTHS                         # slots: depths over the offloaded span, and the controls
+    needles: tuple[str, ...] = ("chelsea", "coffee", "rocket", "astronaut", "motorcycle_left", "tripod",
+                                "grace_hopper", "page")
     methods: tuple[str, ...] = ("full", "resv", "rekv", "infinigen", "quest", "oracle_topp")
-    rotations: int = 1
-    orders: int = 5                                # option orders asked per needle (scores averaged over them)
+    rotations: int = 5
+    orders: int = 1                                # option orders asked per question and haystack
+    kinds: tuple[str, ...] = ("what", "when", "first")
     model: str = "qwen05"
     clips: tuple[str, ...] = ("bikes", "bigbuckbunny", "carphone_pristine")
     video: str = ""
@@ -42,24 +49,34 @@ class GridSpec:
     layers: tuple[int, ...] | None = None
     engine: str = "tensor"
     seed: int = 0
+    dtype: str = "bfloat16"                        # the LLM's weights and activations (its trained precision)
+    batch: int = 0                                 # haystacks per batch (0: all rotations of a length at once)
 
     def describe(self) -> dict:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
 
 
-QUICK = dict(lengths=(1024,), depths=(0.25, 1.0), needles=("chelsea", "astronaut"), methods=("full", "resv", "rekv"))
+QUICK = dict(lengths=(1024,), depths=(0.5, "window"), needles=("chelsea", "astronaut"), rotations=2,
+             kinds=("what",), methods=("full", "resv", "rekv"))
 
 _MODELS: dict = {}
-CELL_VERSION = 2          # bump when a cell's computation changes (part of the saved cells' key)
+_HAYSTACKS: dict = {}
+CELL_VERSION = 3          # bump when a cell's computation changes (part of the saved cells' key)
 
 
-def _model(name):
+def _model(name, dtype: str = "float32"):
+    import torch
+
     from vrex.golden.traces.llm.model import load_model
 
-    if name not in _MODELS:
+    if (name, dtype) not in _MODELS:
         _MODELS.clear()
-        _MODELS[name] = load_model(name)
-    return _MODELS[name]
+        _HAYSTACKS.clear()
+        lm = load_model(name)
+        if dtype != "float32":
+            lm.model.to(getattr(torch, dtype))
+        _MODELS[(name, dtype)] = lm
+    return _MODELS[(name, dtype)]
 
 
 def _settings(spec):
@@ -73,15 +90,25 @@ def _haystack(cfg, spec, length):
     from vrex.golden.traces.video import VideoSpec
     from vrex.golden.evaluation.niah.haystack import build_haystack
 
-    lm = _model(spec.model)
-    video = VideoSpec(clips=spec.clips, fps=spec.fps, path=spec.video)
-    return lm, build_haystack(cfg, lm, video, length, list(spec.needles),
-                              context=model_shape(lm.model.config)["context"], projector=spec.projector,
-                              seed=spec.seed)
+    lm = _model(spec.model, spec.dtype)
+    key = (cfg.hash(), spec.clips, spec.video, spec.fps, spec.projector, spec.seed, spec.needles, length)
+    if key not in _HAYSTACKS:
+        video = VideoSpec(clips=spec.clips, fps=spec.fps, path=spec.video)
+        _HAYSTACKS[key] = build_haystack(cfg, lm, video, length, list(spec.needles),
+                                         context=model_shape(lm.model.config)["context"], projector=spec.projector,
+                                         seed=spec.seed)
+    return lm, _HAYSTACKS[key]
 
 
-def cell(cfg, spec: GridSpec, length: int, rotation: int | None, method: str, matched=None) -> dict:
-    """One cell (``rotation`` None: the reference, full attention without needles)."""
+def _rotation_batches(spec) -> list[list[int]]:
+    rs = list(range(spec.rotations))
+    b = spec.batch or len(rs)
+    return [rs[i:i + b] for i in range(0, len(rs), b)]
+
+
+def cell(cfg, spec: GridSpec, length: int, method: str | None, matched=None) -> dict:
+    """One cell: ``method`` on every haystack of ``length`` (``{"rotations": [result per rotation]}``); ``method``
+    None: the reference (full attention without needles, every option order)."""
     from vrex.golden.evaluation.niah.haystack import build_context, place_needles
     from vrex.golden.evaluation.niah.run import run_cell
     from vrex.golden.traces.llm.model import check_shapes, model_shape
@@ -89,22 +116,34 @@ def cell(cfg, spec: GridSpec, length: int, rotation: int | None, method: str, ma
 
     lm, hay = _haystack(cfg, spec, length)
     check_shapes(cfg, model_shape(lm.model.config), lm.source.label)
-    depths = None if rotation is None else place_needles(list(spec.needles), list(spec.depths), rotation)
-    ctx = build_context(lm, hay, depths, spec.orders)
-    if rotation is None:           # the reference needs no retrieval: the haystack in one prefill step (faster)
-        ctx.segments = [(QUESTION, ctx.tokens)]
+    window = cfg.resv.recent_window_tokens
     t0 = time.perf_counter()
-    out = run_cell(cfg, lm, ctx, method, _settings(spec), layers=spec.layers, engine=spec.engine,
-                   matched=matched.get("fractions") if isinstance(matched, dict) else None)
-    out.update({"length": length, "context_tokens": ctx.tokens, "rotation": rotation,
-                "haystack_frames": hay.facts["frames"], "seconds_wall": round(time.perf_counter() - t0, 3)})
-    if method != "resv":
-        out.pop("fractions", None)
-    return out
+    if method is None:             # the reference needs no retrieval: the haystack in one prefill step (faster)
+        ctx = build_context(lm, hay, None, None, spec.kinds, window)
+        ctx.segments = [(QUESTION, ctx.tokens)]
+        out = run_cell(cfg, lm, ctx, "full", _settings(spec), layers=spec.layers, engine=spec.engine)
+        out.update({"length": length, "context_tokens": ctx.tokens, "haystack_frames": hay.facts["frames"],
+                    "seconds_wall": round(time.perf_counter() - t0, 3)})
+        return out
+    rotations = []
+    for batch in _rotation_batches(spec):
+        ctxs = [build_context(lm, hay, place_needles(list(spec.needles), list(spec.depths), r), spec.orders,
+                              spec.kinds, window, order_offset=r) for r in batch]
+        fr = [m["fractions"] for m in matched["rotations"][batch[0]:batch[-1] + 1]] if isinstance(matched, dict) \
+            else None
+        outs = run_cell(cfg, lm, ctxs, method, _settings(spec), layers=spec.layers, engine=spec.engine, matched=fr)
+        for r, c, o in zip(batch, ctxs, outs):
+            o.update({"length": length, "context_tokens": c.tokens, "rotation": r,
+                      "haystack_frames": hay.facts["frames"]})
+            if method != "resv":
+                o.pop("fractions", None)
+            rotations.append(o)
+    return {"method": method, "length": length, "rotations": rotations,
+            "seconds_wall": round(time.perf_counter() - t0, 3)}
 
 
 def _jobs(spec):
-    """(key, length, rotation, method, needs resv) in run order: per length the reference, resv, then the rest."""
+    """(key, length, method or None, needs resv) in run order: per length the reference, resv, then the rest."""
     methods = list(spec.methods)
     matched = spec.budget == "matched"
     if matched and "resv" not in methods:
@@ -112,32 +151,29 @@ def _jobs(spec):
     order = sorted(methods, key=lambda m: m != "resv")
     jobs = []
     for L in spec.lengths:
-        jobs.append(((L, None, "reference"), L, None, "full", None))
-        for r in range(spec.rotations):
-            for m in order:
-                dep = (L, r, "resv") if matched and m != "resv" else None
-                jobs.append(((L, r, m), L, r, m, dep))
+        jobs.append(((L, "reference"), L, None, None))
+        for m in order:
+            jobs.append(((L, m), L, m, (L, "resv") if matched and m != "resv" else None))
     return jobs
 
 
-def _line(done, total, key, seconds, t0):
-    L, r, m = key
-    eta = (time.perf_counter() - t0) / done * (total - done)
-    bar = "#" * (20 * done // total) + "." * (20 - 20 * done // total)
-    print(f"\r  [{bar}] {done}/{total} cells; {m} at {L} tokens{'' if r is None else f', rotation {r}'} "
-          f"{seconds:.0f} s; ETA {eta / 60:.1f} min   ", end="" if sys.stderr.isatty() else "\n",
-          file=sys.stderr, flush=True)
+def _bar(total: int, enabled: bool):
+    """The grid's progress bar (tqdm: rate and ETA; a line per cell when stderr is not a terminal)."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="cell", desc="niah", disable=not enabled, file=sys.stderr, dynamic_ncols=True,
+                mininterval=0 if not sys.stderr.isatty() else 0.1)
 
 
 def _cell_file(cell_dir, cfg, spec, key):
     import hashlib
     import json
 
-    L, r, m = key
+    L, m = key
     what = {"config": cfg.hash(), "spec": {k: v for k, v in spec.describe().items() if k not in ("lengths", "methods")},
-            "length": L, "rotation": r, "method": m, "version": CELL_VERSION}
-    h = hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]
-    return cell_dir / f"{L}-{'ref' if r is None else r}-{m}-{h}.json"
+            "length": L, "method": m, "version": CELL_VERSION}
+    h = hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return cell_dir / f"{L}-{m.replace('@', '_at_').replace(':', '_')}-{h}.json"
 
 
 def _saved(cell_dir, cfg, spec, key):
@@ -157,39 +193,57 @@ def _save(cell_dir, cfg, spec, key, result):
     f = _cell_file(cell_dir, cfg, spec, key)
     f.parent.mkdir(parents=True, exist_ok=True)
     tmp = f.with_name(f"{f.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({k: v for k, v in result.items() if k != "fractions"}, default=str))
+    kept = {k: v for k, v in result.items() if k != "fractions"}
+    if "rotations" in kept:
+        kept["rotations"] = [{k: v for k, v in o.items() if k != "fractions"} for o in kept["rotations"]]
+    tmp.write_text(json.dumps(kept, default=str))
     os.replace(tmp, f)
 
 
 def run_grid(cfg, spec: GridSpec, *, scheduler: str | None = None, progress: bool = True, cell_dir=None) -> dict:
-    """Every cell of ``spec``; ``{"cells": {key: cell}, "spec": …}`` with keys ``"L/r/method"``. With ``cell_dir``
-    (local runs, budgets other than matched) each finished cell is saved there and a rerun of the same config and
-    spec reads it instead of running it again: an interrupted grid resumes."""
+    """Every cell of ``spec``; ``{"cells": {key: cell}, …}`` with keys ``"L/r/method"`` per haystack (``"L/ref/
+    reference"`` the reference). With ``cell_dir`` (budgets other than matched) each finished cell is saved there and
+    a rerun of the same config and spec reads it instead of running it again: an interrupted grid resumes."""
     jobs = _jobs(spec)
     t0 = time.perf_counter()
     results = {}
     if scheduler is None:
-        for i, (key, L, r, m, dep) in enumerate(jobs, 1):
-            t = time.perf_counter()
-            saved = _saved(cell_dir, cfg, spec, key) if cell_dir is not None and spec.budget != "matched" else None
-            results[key] = saved if saved is not None else cell(cfg, spec, L, r, m, results.get(dep))
-            if cell_dir is not None and saved is None:
-                _save(cell_dir, cfg, spec, key, results[key])
-            if progress:
-                _line(i, len(jobs), key, time.perf_counter() - t, t0)
+        with _bar(len(jobs), progress) as bar:
+            for key, L, m, dep in jobs:
+                bar.set_postfix_str(f"{key[1]} at {L} tokens")
+                saved = _saved(cell_dir, cfg, spec, key) if cell_dir is not None and spec.budget != "matched" \
+                    else None
+                results[key] = saved if saved is not None else cell(cfg, spec, L, m, results.get(dep))
+                if cell_dir is not None and saved is None:
+                    _save(cell_dir, cfg, spec, key, results[key])
+                bar.update()
     else:
-        results = _run_dask(cfg, spec, jobs, scheduler, progress, t0)
-    if progress and sys.stderr.isatty():
-        print(file=sys.stderr)
-    return {"cells": {f"{L}/{'ref' if r is None else r}/{m}": v for (L, r, m), v in results.items()},
-            "seconds": round(time.perf_counter() - t0, 1)}
+        results = _run_dask(cfg, spec, jobs, scheduler, progress, cell_dir)
+    cells = {}
+    for (L, m), v in results.items():
+        if m == "reference":
+            cells[f"{L}/ref/reference"] = v
+        else:
+            for o in v["rotations"]:
+                cells[f"{L}/{o['rotation']}/{m}"] = o
+    return {"cells": cells, "seconds": round(time.perf_counter() - t0, 1),
+            "cell_seconds": {f"{L}/{m}": v.get("seconds_wall") for (L, m), v in results.items()}}
 
 
-def _run_dask(cfg, spec, jobs, scheduler, progress, t0):
+def _run_dask(cfg, spec, jobs, scheduler, progress, cell_dir):
     try:
         from distributed import Client, LocalCluster, as_completed
     except ImportError:
         raise UsageError("--scheduler needs Dask distributed; install it with: pip install distributed.") from None
+    results = {}
+    if cell_dir is not None and spec.budget != "matched":
+        for key, *_ in jobs:
+            saved = _saved(cell_dir, cfg, spec, key)
+            if saved is not None:
+                results[key] = saved
+    todo = [j for j in jobs if j[0] not in results]
+    if not todo:
+        return results
     local = LocalCluster(n_workers=2, threads_per_worker=1, processes=True) if scheduler == "local" else None
     try:
         client = Client(local) if local is not None else Client(scheduler, timeout=10)
@@ -198,14 +252,19 @@ def _run_dask(cfg, spec, jobs, scheduler, progress, t0):
             from None
     try:
         futures, keys = {}, {}
-        for key, L, r, m, dep in jobs:
-            f = client.submit(cell, cfg, spec, L, r, m, futures.get(dep), key=f"niah-{L}-{r}-{m}-{id(spec)}", pure=False)
+        for key, L, m, dep in todo:
+            f = client.submit(cell, cfg, spec, L, m, futures.get(dep, results.get(dep)),
+                              key=f"niah-{L}-{m}-{id(spec)}", pure=False)
             futures[key], keys[f.key] = f, key
-        results = {}
-        for i, f in enumerate(as_completed(list(futures.values())), 1):
-            results[keys[f.key]] = f.result()
-            if progress:
-                _line(i, len(jobs), keys[f.key], results[keys[f.key]]["seconds"]["total"], t0)
+        with _bar(len(jobs), progress) as bar:
+            bar.update(len(jobs) - len(todo))
+            for f in as_completed(list(futures.values())):
+                key = keys[f.key]
+                results[key] = f.result()
+                if cell_dir is not None and spec.budget != "matched":
+                    _save(cell_dir, cfg, spec, key, results[key])
+                bar.set_postfix_str(f"{key[1]} at {key[0]} tokens")
+                bar.update()
         return results
     finally:
         client.close()
@@ -223,60 +282,145 @@ def _mean_scores(per_order: list[dict]) -> dict:
     return {o: sum(d[o] for d in per_order) / len(per_order) for o in per_order[0]}
 
 
-def aggregate(spec: GridSpec, grid: dict) -> dict:
-    """Per method: accuracy (calibrated multiple choice), exact match, the drop against full attention in points,
-    the needle hit rate and the frame/text ratios; per (length, depth) cell with the count of questions; the
-    needles full attention does not answer (dropped from the scores)."""
+def slot_key(depth) -> str:
+    """A slot's name in keys and labels: a depth as ``%g`` (``0.5``), a control by its name (``window``)."""
+    return depth if isinstance(depth, str) else f"{depth:g}"
+
+
+def family(method: str) -> str:
+    """The sweep a method belongs to: ``rekv@0.3`` → ``rekv``, ``resv_row@0.7`` → ``resv_row``."""
+    return method.partition("@")[0]
+
+
+def _questions(cells: dict) -> list[dict]:
+    """One record per (method, haystack, question): calibrated scores averaged over the orders asked, the
+    prediction, the margin (truth minus best distractor), the needle hit rate."""
     from vrex.golden.evaluation.niah.run import option_scores
 
-    cells = grid["cells"]
-    questions = []            # (method, length, depth, needle, correct, exact, hit)
+    out = []
     for key, c in cells.items():
         L, r, m = key.split("/")
         if r == "ref":
             continue
         ref = cells[f"{L}/ref/reference"]["branches"]
-        by_needle: dict[str, list] = {}
+        by_q: dict[str, list] = {}
         for bkey, b in c["branches"].items():
-            by_needle.setdefault(b["needle_name"], []).append((bkey, b))
-        for needle, asked in by_needle.items():
+            by_q.setdefault(b.get("question", b["needle_name"]), []).append((bkey, b))
+        for q, asked in by_q.items():
             scores = _mean_scores([option_scores(b["log_likelihood"], ref[bkey]["log_likelihood"])
                                    for bkey, b in asked])
-            truth = asked[0][1]["truth"]
+            b0 = asked[0][1]
+            truth = b0["truth"]
             pred = max(scores, key=scores.get)
             watched = [b["needle"] for _, b in asked if b["needle"]]
             sel = sum(w["selections"] for w in watched)
-            hit = sum(w["hits"] for w in watched) / sel if sel else None
-            questions.append({"method": m, "length": int(L), "depth": asked[0][1]["depth"], "needle": needle,
-                              "correct": pred == truth, "prediction": pred, "orders": len(asked),
-                              "exact_match": _mean([float(bool(b["exact_match"])) for _, b in asked]),
-                              "hit_rate": hit, "scores": {k: round(v, 4) for k, v in scores.items()}})
-    full = [q for q in questions if q["method"] == "full"]
+            out.append({"method": m, "length": int(L), "rotation": int(r), "question": q,
+                        "kind": b0.get("kind", "what"), "subjects": b0.get("subjects") or [b0["needle_name"]],
+                        "needle": b0["needle_name"], "depth": b0["depth"], "counted": b0.get("counted", True),
+                        "correct": pred == truth, "prediction": pred, "truth": truth,
+                        "margin": round(scores[truth] - max(v for o, v in scores.items() if o != truth), 4),
+                        "orders": len(asked),
+                        "exact_match": _mean([float(bool(b["exact_match"])) for _, b in asked]),
+                        "hit_rate": sum(w["hits"] for w in watched) / sel if sel else None,
+                        "scores": {k: round(v, 4) for k, v in scores.items()}})
+    return out
+
+
+def _paired(qs: list[dict], method: str, other: str) -> tuple[list, list, list]:
+    """The outcomes of ``method`` and ``other`` on the questions both were asked, and their haystacks."""
+    mine = {(q["length"], q["rotation"], q["question"]): q["correct"] for q in qs if q["method"] == method}
+    theirs = {(q["length"], q["rotation"], q["question"]): q["correct"] for q in qs if q["method"] == other}
+    keys = sorted(set(mine) & set(theirs))
+    return [mine[k] for k in keys], [theirs[k] for k in keys], [(k[0], k[1]) for k in keys]
+
+
+def _accuracy_block(qs: list[dict]) -> dict:
+    from vrex.golden.evaluation.niah.stats import wilson
+
+    n = len(qs)
+    k = sum(q["correct"] for q in qs)
+    return {"n_questions": n, "accuracy": k / n if n else None,
+            "accuracy_ci": list(wilson(k, n)) if n else None,
+            "margin": _mean([q["margin"] for q in qs])}
+
+
+def aggregate(spec: GridSpec, grid: dict) -> dict:
+    """Per method: accuracy with its Wilson interval over the counted questions, the mean margin, Δ against full
+    (points) with its paired cluster-bootstrap interval, McNemar's exact p against full and against ReKV, per kind
+    and per (length, slot) cell, the controls apart, the needle hit rate and the frame/text ratios; per sweep family
+    the traffic at iso-accuracy per stage; the needles and kinds full attention does not answer (dropped, with the
+    counts)."""
+    from vrex.golden.evaluation.niah.needles import KINDS
+    from vrex.golden.evaluation.niah.stats import distinguishable, iso_accuracy_traffic, mcnemar_exact, \
+        paired_bootstrap_delta
+
+    cells = grid["cells"]
+    questions = _questions(cells)
+    full = [q for q in questions if q["method"] == "full" and q["kind"] == "what"]
     answered = {n: _mean([float(q["correct"]) for q in full if q["needle"] == n]) for n in spec.needles}
-    dropped = sorted(n for n, a in answered.items() if a is not None and a <= 1 / 5 + 1e-9) if full else []
-    kept = [q for q in questions if q["needle"] not in dropped]
+    dropped = sorted(n for n, a in answered.items() if a is not None and a <= KINDS["what"] + 1e-9) if full else []
+    kept = [q for q in questions if not set(q["subjects"]) & set(dropped)]
+    full_kind = {k: _mean([float(q["correct"]) for q in kept if q["method"] == "full" and q["kind"] == k
+                           and q["counted"]]) for k in spec.kinds}
+    dropped_kinds = sorted(k for k, a in full_kind.items() if a is not None and a <= KINDS[k] + 1e-9)
+    kept = [q for q in kept if q["kind"] not in dropped_kinds]
+    counted = [q for q in kept if q["counted"]]
     methods = {}
     for m in spec.methods:
-        qs = [q for q in kept if q["method"] == m]
-        per_cell = {}
-        for q in qs:
-            k = f"{q['length']}/{q['depth']:g}"
-            c = per_cell.setdefault(k, {"questions": 0, "correct": 0})
+        qs = [q for q in counted if q["method"] == m]
+        per_cell = {}             # the heat map: "what" questions per (length, slot), the controls included
+        for q in (q for q in kept if q["method"] == m and q["kind"] == "what"):
+            c = per_cell.setdefault(f"{q['length']}/{slot_key(q['depth'])}", {"questions": 0, "correct": 0})
             c["questions"] += 1
             c["correct"] += int(q["correct"])
         for c in per_cell.values():
             c["accuracy"] = c["correct"] / c["questions"]
-        mc = [c for c in cells.values() if c["method"] == m and c.get("rotation") is not None]
-        methods[m] = {"niah": {
-            "accuracy": _mean([float(q["correct"]) for q in qs]), "questions": len(qs),
-            "exact_match": _mean([q["exact_match"] for q in qs]),
-            "needle_hit_rate": _mean([q["hit_rate"] for q in qs]) if m != "full" else 1.0,
-            "ratio": {"frame": _mean([c["frame_ratio"] for c in mc]), "text": _mean([c["text_ratio"] for c in mc])},
-            "cells": per_cell}}
-    if "full" in methods:
-        base = methods["full"]["niah"]["accuracy"]
-        for m in methods.values():
-            a = m["niah"]["accuracy"]
-            m["niah"]["delta_points"] = None if a is None or base is None else round(100 * (a - base), 2)
-    return {"methods": methods, "full_attention_per_needle": answered, "dropped_needles": dropped,
-            "questions": questions}
+        mc = [c for k, c in cells.items() if k.endswith(f"/{m}") and "/ref/" not in k]
+        block = {**_accuracy_block(qs), "questions": len(qs),
+                 "exact_match": _mean([q["exact_match"] for q in qs]),
+                 "needle_hit_rate": _mean([q["hit_rate"] for q in qs]) if m != "full" else 1.0,
+                 "ratio": {"frame": _mean([c["frame_ratio"] for c in mc]), "text": _mean([c["text_ratio"] for c in mc])},
+                 "per_kind": {k: _accuracy_block([q for q in qs if q["kind"] == k]) for k in spec.kinds},
+                 "per_length": {str(L): _accuracy_block([q for q in qs if q["length"] == L]) for L in spec.lengths},
+                 "controls": _accuracy_block([q for q in kept if q["method"] == m and not q["counted"]]),
+                 "cells": per_cell}
+        for other, tag in (("full", "full"), ("rekv", "rekv")):
+            a, b, cl = _paired(counted, m, other) if other in spec.methods else ([], [], [])
+            block[f"mcnemar_p_vs_{tag}"] = mcnemar_exact(a, b) if a and m != other else None
+            if tag == "full":
+                if a and m != other:
+                    d = paired_bootstrap_delta(a, b, cl)
+                    block["delta_points"] = round(100 * d["delta"], 2)
+                    block["delta_ci"] = [round(100 * x, 2) for x in d["ci"]]
+                    block["distinguishable"] = distinguishable(d["ci"])
+                else:
+                    block["delta_points"] = 0.0 if m == other and qs else None
+                    block["delta_ci"], block["distinguishable"] = None, None
+        methods[m] = {"niah": block}
+    iso = {}
+    families: dict[str, list[str]] = {}
+    for m in spec.methods:
+        if m not in ("full", "needle_oracle", "full_minus_needle"):
+            families.setdefault(family(m), []).append(m)
+    if "full" in spec.methods:
+        for fam, members in families.items():
+            if len(members) < 2:
+                continue
+            iso[fam] = {}
+            for stage in ("frame", "text"):
+                points, ref, cl = [], None, None
+                for m in members:
+                    a, b, c = _paired(counted, m, "full")
+                    if not a or methods[m]["niah"]["ratio"][stage] is None:
+                        continue
+                    if ref is not None and c != cl:
+                        continue
+                    ref, cl = b, c
+                    points.append((min(1.0, max(0.0, methods[m]["niah"]["ratio"][stage])), a))
+                if len(points) >= 2:
+                    r = iso_accuracy_traffic(points, ref, cl)
+                    r["methods"] = members
+                    iso[fam][stage] = r
+    return {"methods": methods, "iso_accuracy": iso, "full_attention_per_needle": answered,
+            "dropped_needles": dropped, "full_attention_per_kind": full_kind, "dropped_kinds": dropped_kinds,
+            "chance": {k: KINDS[k] for k in spec.kinds}, "questions": questions}

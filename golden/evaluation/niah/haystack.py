@@ -29,18 +29,32 @@ __all__ = ["Branch", "Context", "Haystack", "build_haystack", "place_needles", "
 
 @dataclass(frozen=True)
 class Branch:
-    """One needle's question and options, as token ids, with the options listed in one of their cyclic orders."""
+    """One question and its options, as token ids, with the options listed in one of their cyclic orders.
+
+    ``kind``: what / when / first (:data:`.needles.KINDS`); ``subjects``: the needle(s) it asks about (two for
+    *first*). ``counted``: every subject at a retrieval depth (a question about a needle in the sinks' neighbourhood
+    or in the resident window is a control, reported apart)."""
     needle: str
     question_ids: tuple[int, ...]
     options: tuple[str, ...]
     option_ids: tuple[tuple[int, ...], ...]
     truth: int                                    # index of the true option
-    order: int = 0                                # the cyclic rotation of the option list (Needle.options)
+    order: int = 0                                # the cyclic rotation of the option list
+    kind: str = "what"
+    subjects: tuple[str, ...] = ()
+    counted: bool = True
 
     @property
     def key(self) -> str:
-        """The branch's name in a cell's results: ``needle#order``."""
-        return f"{self.needle}#{self.order}"
+        """The branch's name in a cell's results: ``needle#order`` (what), ``kind:subjects#order`` otherwise."""
+        if self.kind == "what":
+            return f"{self.needle}#{self.order}"
+        return f"{self.kind}:{'+'.join(self.subjects or (self.needle,))}#{self.order}"
+
+    @property
+    def question(self) -> str:
+        """The question's name without its option order: the unit a score is averaged over."""
+        return self.key.rsplit("#", 1)[0]
 
 
 @dataclass
@@ -49,7 +63,7 @@ class Context:
     embeds: torch.Tensor                          # (P, hidden) float32
     segments: list[tuple[int, int]]               # (kind, length) of the prefill
     needle_tokens: dict[str, range] = field(default_factory=dict)
-    depths: dict[str, float] = field(default_factory=dict)
+    depths: dict[str, float | str] = field(default_factory=dict)     # needle → its slot (a depth or a control)
     branches: list[Branch] = field(default_factory=list)
 
     @property
@@ -102,50 +116,111 @@ def build_haystack(cfg, lm, video, length: int, needles: list[str], *, context: 
                     (assistant, "Answer:"), {**facts, "frames": n, "projector": meta})
 
 
-def place_needles(needles: list[str], depths: list[float], rotation: int) -> dict[str, float]:
-    """Needle → depth: needle i at ``depths[(i + rotation) % len(depths)]`` (a Latin rotation: over
-    ``len(depths)`` rotations every needle visits every depth once)."""
+CONTROLS = ("start", "window")      # the control slots: right after the chat opening, inside the resident window
+
+
+def place_needles(needles: list[str], depths: list, rotation: int) -> dict[str, float | str]:
+    """Needle → slot: needle i at ``depths[(i + rotation) % len(depths)]`` (a Latin rotation: over ``len(depths)``
+    rotations every needle visits every slot once). A slot is a depth in [0, 1] over the offloaded span (0 its first
+    frame after the opening, 1 its last before the resident window) or a control of :data:`CONTROLS`."""
     for d in depths:
-        if not 0.0 <= d <= 1.0:
-            raise UsageError(f"--depths {d:g}: a depth is a fraction of the haystack in [0, 1].")
+        if d not in CONTROLS and not (isinstance(d, (int, float)) and 0.0 <= d <= 1.0):
+            raise UsageError(f"--depths {d}: a depth is a fraction of the offloaded haystack in [0, 1], or a control "
+                             f"({', '.join(CONTROLS)}).")
     return {x: depths[(i + rotation) % len(depths)] for i, x in enumerate(needles)}
 
 
-def build_context(lm, hay: Haystack, depths: dict[str, float] | None, orders: int = 1) -> Context:
-    """The prefill with the needles at ``depths`` (None: the reference context, no needle) and the branches: per
-    needle one question per option order ``0 … orders - 1`` (the score is averaged over them: :mod:`.grid`)."""
+def frame_slots(frames: int, slots: dict[str, float | str], tpf: int, window_tokens: int) -> dict[str, int]:
+    """Needle → frame index among ``frames`` frame positions (haystack and needles together). Depth d maps to
+    ``1 + round(d × (last − 1))`` where ``last`` is the last frame that is offloaded at the question (the resident
+    window holds the ``window_tokens`` before it, and one frame of margin); ``start`` is frame 0, ``window`` the last
+    frame. Needles that want the same frame take the next free ones, in the order given."""
+    last = frames - 2 - -(-window_tokens // tpf)
+    if last < 2 and any(s not in CONTROLS for s in slots.values()):
+        raise UsageError(f"a haystack of {frames} frames leaves no frame offloaded beside a {window_tokens}-token "
+                         "resident window; use a longer --lengths.")
+    want = {x: 0 if s == "start" else frames - 1 if s == "window" else 1 + round(float(s) * (last - 1))
+            for x, s in slots.items()}
+    taken, out = set(), {}
+    for x in sorted(want, key=lambda x: (want[x], list(want).index(x))):
+        f = want[x]
+        step = -1 if slots[x] == "window" else 1
+        while f in taken:
+            f += step
+        taken.add(f)
+        out[x] = f
+    return out
+
+
+def _third(fraction: float) -> int:
+    return min(2, int(3 * fraction))
+
+
+def build_context(lm, hay: Haystack, depths: dict[str, float | str] | None, orders: int | None = 1,
+                  kinds: tuple[str, ...] = ("what",), window_tokens: int = 0, order_offset: int = 0) -> Context:
+    """The prefill with the needles at their slots (None: the reference context, no needle) and the branches: per
+    question one branch per option order ``order_offset … order_offset + orders - 1`` (modulo the option count;
+    ``orders`` None: every order; the score is averaged over the orders asked: :mod:`.grid`). The grid asks one
+    order per haystack with the rotation as the offset, so over the rotations each question meets the orders in turn
+    (a Latin square of option positions), and the reference asks every order.
+
+    Kinds: *what* per needle; *when* per needle (truth: the third of the video its frame sits in); *first* per pair
+    of consecutive needles (truth: the one whose frame comes first). The reference context asks the same branches
+    (their truth is not used)."""
+    from vrex.golden.evaluation.niah.needles import FIRST_QUESTION, WHEN_OPTIONS, WHEN_QUESTION
+
     tok = lm.tokenizer
     n = len(hay.frames)
     tpf = hay.frames.shape[1]
-    at = {} if depths is None else {x: round(d * n) for x, d in depths.items()}
+    names = list(hay.needles)
+    total = n + len(names)
+    at = {} if depths is None else frame_slots(total, depths, tpf, window_tokens)
     parts, segs, pos, needle_tokens = [], [], 0, {}
     if len(hay.opening):
         parts.append(hay.opening)
         segs.append((QUESTION, len(hay.opening)))
         pos += len(hay.opening)
-    order = sorted(at, key=lambda x: (at[x], list(at).index(x)))
+    by_frame = {f: x for x, f in at.items()}
     k = 0
-    for f in range(n + 1):
-        while k < len(order) and at[order[k]] == f:
-            parts.append(hay.needles[order[k]])
-            segs.append((FRAME, tpf))
-            needle_tokens[order[k]] = range(pos, pos + tpf)
-            pos += tpf
+    for f in range(total if at else n):
+        if f in by_frame:
+            parts.append(hay.needles[by_frame[f]])
+            needle_tokens[by_frame[f]] = range(pos, pos + tpf)
+        else:
+            parts.append(hay.frames[k])
             k += 1
-        if f < n:
-            parts.append(hay.frames[f])
-            segs.append((FRAME, tpf))
-            pos += tpf
+        segs.append((FRAME, tpf))
+        pos += tpf
     assistant, cue = hay.tail_texts
+    where = {x: (at[x] / max(1, total - 1)) if x in at else 0.0 for x in names}
+    counted = {x: depths is None or depths.get(x) not in CONTROLS for x in names}
     branches = []
-    for x in hay.needles:
+
+    def ask(kind, subjects, text, opts, truth):
+        for j in range(len(opts) if orders is None else min(orders, len(opts))):
+            k = (order_offset + j) % len(opts)
+            rot = opts[k:] + opts[:k]
+            q = _ids(tok, "\n" + text.format(options=", ".join(rot)) + assistant + cue)
+            ids = tuple(tuple(_ids(tok, " " + o)) for o in rot)
+            if any(not i for i in ids):
+                raise TraceError(f"question {kind} {'+'.join(subjects)}: an option tokenises to nothing.")
+            branches.append(Branch(subjects[0], tuple(q), tuple(rot), ids, rot.index(truth), k, kind,
+                                   tuple(subjects), all(counted[s] for s in subjects)))
+
+    from vrex.golden.evaluation.niah.needles import QUESTION as WHAT
+
+    for x in names:
         nd = NEEDLES[x]
         check_options(nd)
-        for k in range(orders):
-            q = _ids(tok, "\n" + nd.question(k) + assistant + cue)
-            opts = tuple(nd.options(k))
-            ids = tuple(tuple(_ids(tok, " " + o)) for o in opts)
-            if any(not i for i in ids):
-                raise TraceError(f"needle {x}: an option tokenises to nothing.")
-            branches.append(Branch(x, tuple(q), opts, ids, opts.index(nd.truth), k))
+        if "what" in kinds:
+            opts = nd.options(0)
+            ask("what", (x,), WHAT, opts, nd.truth)
+        if "when" in kinds:
+            ask("when", (x,), WHEN_QUESTION.replace("{object}", nd.truth), list(WHEN_OPTIONS),
+                WHEN_OPTIONS[_third(where[x])])
+    if "first" in kinds:
+        for a, b in zip(names[0::2], names[1::2]):
+            ta, tb = NEEDLES[a].truth, NEEDLES[b].truth
+            text = FIRST_QUESTION.replace("{a}", ta).replace("{b}", tb)
+            ask("first", (a, b), text, [ta, tb], ta if where[a] <= where[b] else tb)
     return Context(torch.cat(parts), segs, needle_tokens, dict(depths or {}), branches)

@@ -1,7 +1,9 @@
 """The needles: real photographs that ship in the scikit-image wheel, each with its question's options and truth.
 
 The files are read from the installed ``skimage/data`` folder (the package is located, never imported, as timm's
-class-name files are). Options are the truth and four distractors of the same kind; no distractor is another
+class-name files are) and, for ``grace_hopper``, from matplotlib's ``mpl-data/sample_data``. A needle is kept only
+where the video encoder's classifier names what the photograph shows (EfficientNet-Lite0's top classes: tripod for
+``camera``, military uniform for ``grace_hopper``, web site for ``page``; docs/results-accuracy.md). Options are the truth and four distractors of the same kind; no distractor is another
 needle's truth, so needles can share one haystack without making a question ambiguous. The needle set is the one
 on which Qwen2.5-Coder-0.5B-Instruct answers with full attention (docs/results-accuracy.md; ``horse`` is kept as a
 name but left out of the default set: full attention did not answer it in the first grid); a needle that the
@@ -19,17 +21,25 @@ import torch
 
 from vrex.errors import TraceError, UsageError
 
-__all__ = ["Needle", "NEEDLES", "DEFAULT_NEEDLES", "QUESTION", "needle_names", "skimage_data_dir", "needle_image"]
+__all__ = ["Needle", "NEEDLES", "DEFAULT_NEEDLES", "QUESTION", "WHEN_QUESTION", "FIRST_QUESTION", "WHEN_OPTIONS",
+           "KINDS", "needle_names", "question_kinds", "skimage_data_dir", "needle_image"]
 
 QUESTION = "Which of these objects appeared in one frame of the video? Options: {options}."
+WHEN_QUESTION = "In which part of the video did the {object} appear? Options: {options}."
+WHEN_OPTIONS = ("beginning", "middle", "end")      # the video's thirds
+FIRST_QUESTION = "Which appeared first in the video, the {a} or the {b}? Options: {options}."
+# Question kinds and their chance level (one option of n at random): *what* (the needle's identity among five),
+# *when* (the third of the video the needle sits in), *first* (which of a pair of needles came first).
+KINDS = {"what": 1 / 5, "when": 1 / 3, "first": 1 / 2}
 IMAGE_SIDE = 224     # the video encoder's input (vrex.golden.traces.video.decode_frames)
 
 
 @dataclass(frozen=True)
 class Needle:
-    name: str                          # scikit-image data file stem
+    name: str
     truth: str
     distractors: tuple[str, ...]
+    file: str = ""                     # the photograph's file stem (default: the name)
 
     def options(self, order: int = 0) -> list[str]:
         """The truth and the distractors in a fixed shuffled order per needle (the truth is not always first),
@@ -52,8 +62,23 @@ NEEDLES = {n.name: n for n in (
     Needle("motorcycle_left", "motorcycle", ("car", "truck", "bus", "tractor")),
     Needle("camera", "camera", ("telescope", "microphone", "lamp", "umbrella")),
     Needle("coins", "coins", ("buttons", "marbles", "keys", "rings")),
+    Needle("tripod", "tripod", ("easel", "ladder", "stool", "umbrella"), file="camera"),
+    Needle("grace_hopper", "uniform", ("apron", "kimono", "swimsuit", "pajamas")),
+    Needle("page", "document", ("painting", "map", "photograph", "chart")),
 )}
-DEFAULT_NEEDLES = ("chelsea", "coffee", "rocket", "astronaut", "motorcycle_left")
+DEFAULT_NEEDLES = ("chelsea", "coffee", "rocket", "astronaut", "motorcycle_left", "tripod", "grace_hopper", "page")
+
+
+def question_kinds(text: str | None) -> tuple[str, ...]:
+    """``"what,when"`` → the question kinds, each known; None → every kind."""
+    if text is None:
+        return tuple(KINDS)
+    kinds = tuple(k for k in text.split(",") if k)
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown or not kinds:
+        raise UsageError(f"--kinds: unknown question kind {unknown[0] if unknown else text!r}; kinds are "
+                         f"{', '.join(KINDS)}.")
+    return kinds
 
 
 def needle_names(text: str | None) -> list[str]:
@@ -88,6 +113,14 @@ def skimage_data_dir() -> Path:
     return folder
 
 
+def _matplotlib_sample_dir() -> list[Path]:
+    found = importlib.util.find_spec("matplotlib")
+    if not found or not found.submodule_search_locations:
+        return []
+    folder = Path(list(found.submodule_search_locations)[0]) / "mpl-data" / "sample_data"
+    return [folder] if folder.is_dir() else []
+
+
 def needle_image(name: str) -> torch.Tensor:
     """The needle photograph as ``(3, 224, 224)`` float in [0, 1], resized and centre-cropped as the haystack's
     frames are (short side to 224, INTER_AREA)."""
@@ -95,11 +128,13 @@ def needle_image(name: str) -> torch.Tensor:
     import numpy as np
     from PIL import Image, UnidentifiedImageError
 
-    folder = skimage_data_dir()
-    files = [p for p in folder.iterdir() if p.stem == name and p.suffix.lower() in (".png", ".jpg", ".jpeg")]
+    stem = NEEDLES[name].file or name if name in NEEDLES else name
+    folders = [skimage_data_dir()] + _matplotlib_sample_dir()
+    files = [p for folder in folders for p in folder.iterdir()
+             if p.stem == stem and p.suffix.lower() in (".png", ".jpg", ".jpeg")]
     if not files:
-        raise TraceError(f"needle {name}: no image {name}.png/.jpg in scikit-image's data folder {folder}; reinstall "
-                         "scikit-image 0.26.0.")
+        raise TraceError(f"needle {name}: no image {stem}.png/.jpg in scikit-image's data folder {folders[0]} (nor "
+                         "matplotlib's sample data); reinstall scikit-image 0.26.0.")
     try:
         with Image.open(files[0]) as im:
             rgb = np.asarray(im.convert("RGB"))
