@@ -401,3 +401,16 @@ def test_the_cli_runs_a_small_grid_end_to_end_and_resumes_from_saved_cells(tiny,
     monkeypatch.setattr(grid, "cell", lambda *a, **k: pytest.fail("a saved cell ran again"))
     assert main(args) == 0
     assert json.loads(out.read_text())["methods"] == r["methods"]
+
+
+def test_the_flat_output_head_gives_the_heads_logits(tmp_path):
+    from vrex.golden.evaluation.niah.grid import _flat_output_head
+
+    folder = llm_fixtures.save_tiny_llm(tmp_path / "head", context=1024)
+    lm = load_model(str(folder), cache=False)
+    head = lm.model.get_output_embeddings()
+    x = torch.randn(3, 2, lm.model.config.hidden_size)
+    before = head(x[:, -1:])
+    _flat_output_head(lm.model)
+    _flat_output_head(lm.model)                                   # once is enough: a second call changes nothing
+    assert torch.allclose(head(x[:, -1:]), before, rtol=1e-5, atol=1e-6) and head(x).shape == (*x.shape[:2], before.shape[-1])
