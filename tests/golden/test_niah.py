@@ -282,6 +282,7 @@ def test_the_needle_oracle_fetches_exactly_the_needles_and_full_minus_needle_nev
     for x in ("coffee", "rocket"):
         assert oracle["branches"][x + "#0"]["needle"]["hit_rate"] == 1.0
         assert minus["branches"][x + "#0"]["needle"]["hit_rate"] == 0.0
+        assert oracle["branches"][x + "#0"]["needle"]["missed"] == {}
     # complementary selections: the needles' 16 of ~150 offloaded tokens, and every other one
     assert 0.0 < oracle["text_ratio"] < 0.25 and 0.75 < minus["text_ratio"] < 1.0
     assert oracle["text_ratio"] + minus["text_ratio"] == pytest.approx(1.0)
@@ -298,6 +299,9 @@ def test_fetching_nothing_loses_the_offloaded_needles_and_fetching_everything_is
         assert every["branches"][x + "#0"]["log_likelihood"] == full["branches"][x + "#0"]["log_likelihood"]
         assert every["branches"][x + "#0"]["needle"]["hit_rate"] == 1.0
         assert nothing["branches"][x + "#0"]["needle"]["hit_rate"] == 0.0
+        lost = nothing["branches"][x + "#0"]["needle"]
+        assert sum(lost["missed"].values()) == lost["selections"] == sum(lost["layer_selections"].values()) > 0
+        assert {k.split(".")[0] for k in lost["missed"]} == set(lost["layer_selections"])
         assert nothing["branches"][x + "#0"]["log_likelihood"] != full["branches"][x + "#0"]["log_likelihood"]
     resident = nothing["branches"]["chelsea#0"]["needle"]                     # depth 1: in the window
     assert resident["selections"] == 0 and resident["resident_selections"] > 0
@@ -414,3 +418,18 @@ def test_the_flat_output_head_gives_the_heads_logits(tmp_path):
     _flat_output_head(lm.model)
     _flat_output_head(lm.model)                                   # once is enough: a second call changes nothing
     assert torch.allclose(head(x[:, -1:]), before, rtol=1e-5, atol=1e-6) and head(x).shape == (*x.shape[:2], before.shape[-1])
+
+
+def test_the_misses_of_wrong_answers_name_the_layers_and_heads():
+    from vrex.golden.evaluation.niah.grid import _misses
+
+    def q(correct, hits, missed, layers):
+        sel = sum(layers.values())
+        return {"correct": correct, "selections": sel, "hit_rate": hits / sel, "missed": missed,
+                "layer_selections": layers, "kv_heads": 2}
+    got = _misses([q(True, 8, {}, {"0": 4, "1": 4}),
+                   q(False, 5, {"1.0": 2, "1.1": 1}, {"0": 4, "1": 4}),          # layer 1 missed 3 of its 4
+                   q(False, 8, {}, {"0": 4, "1": 4})])                          # fetched and still wrong
+    assert got["hit_rate_right"] == 1.0 and got["hit_rate_wrong"] == round(13 / 16, 4) and got["wrong"] == 2
+    assert got["missed_share_per_layer"] == {"1": 3 / 8, "0": 0.0}
+    assert got["worst_heads"] == {"1.0": 0.5, "1.1": 0.25}              # head 0 of layer 1: 2 of its 4 selections

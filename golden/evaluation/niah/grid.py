@@ -344,8 +344,43 @@ def _questions(cells: dict) -> list[dict]:
                         "orders": len(asked),
                         "exact_match": _mean([float(bool(b["exact_match"])) for _, b in asked]),
                         "hit_rate": sum(w["hits"] for w in watched) / sel if sel else None,
+                        "selections": sel, "missed": _summed([w.get("missed") or {} for w in watched]),
+                        "layer_selections": _summed([w.get("layer_selections") or {} for w in watched]),
+                        "kv_heads": max([w.get("kv_heads") or 0 for w in watched] or [0]),
                         "scores": {k: round(v, 4) for k, v in scores.items()}})
     return out
+
+
+def _summed(counts: list[dict]) -> dict:
+    out: dict = {}
+    for c in counts:
+        for k, v in c.items():
+            out[k] = out.get(k, 0) + v
+    return out
+
+
+def _misses(qs: list[dict]) -> dict:
+    """Where the wrong answers lost the needle: the needle hit rate of the right and of the wrong answers (a wrong
+    answer whose needle was fetched points past the selection: the model, the position, the branch), and per layer
+    the share of the wrong answers' selections there (KV heads × question and answer steps) that fetched none of the
+    needle's tokens, worst first; per (layer, KV head) the same, the ten worst."""
+    def rate(sub):
+        sel = sum(q["selections"] for q in sub)
+        return round(sum(q["hit_rate"] * q["selections"] for q in sub) / sel, 4) if sel else None
+
+    asked = [q for q in qs if q.get("selections")]
+    wrong = [q for q in asked if not q["correct"]]
+    missed, per_layer = _summed([q.get("missed") or {} for q in wrong]), _summed([q.get("layer_selections") or {}
+                                                                                  for q in wrong])
+    heads = max([q.get("kv_heads") or 1 for q in wrong] or [1])
+    layer_missed = _summed([{k.split(".")[0]: v} for k, v in missed.items()])
+    share = {k: round(layer_missed.get(k, 0) / n, 4) for k, n in per_layer.items() if n}
+    head_share = {k: round(v * heads / per_layer[k.split(".")[0]], 4) for k, v in missed.items()
+                  if per_layer.get(k.split(".")[0])}
+    return {"hit_rate_right": rate([q for q in asked if q["correct"]]), "hit_rate_wrong": rate(wrong),
+            "wrong": len(wrong),
+            "missed_share_per_layer": dict(sorted(share.items(), key=lambda kv: (-kv[1], int(kv[0])))),
+            "worst_heads": dict(sorted(head_share.items(), key=lambda kv: -kv[1])[:10])}
 
 
 def _paired(qs: list[dict], method: str, other: str) -> tuple[list, list, list]:
@@ -405,6 +440,7 @@ def aggregate(spec: GridSpec, grid: dict) -> dict:
                  "per_kind": {k: _accuracy_block([q for q in qs if q["kind"] == k]) for k in spec.kinds},
                  "per_length": {str(L): _accuracy_block([q for q in qs if q["length"] == L]) for L in spec.lengths},
                  "controls": _accuracy_block([q for q in kept if q["method"] == m and not q["counted"]]),
+                 "misses": _misses(qs) if m != "full" else None,
                  "cells": per_cell}
         for other, tag in (("full", "full"), ("rekv", "rekv")):
             a, b, cl = _paired(counted, m, other) if other in spec.methods else ([], [], [])

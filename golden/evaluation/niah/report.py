@@ -62,6 +62,12 @@ def format_table(agg: dict) -> str:
                      f"[{_traffic(lo)}, {'beyond the sweep' if hi is None else _traffic(hi)}]"
                      + ("" if r["monotone"] else ", not monotone"))
             lines.append(f"iso-accuracy {stage} traffic of {fam} ({len(r['points'])} points): {where}")
+    hits = [f"{m} {_pct(ms['hit_rate_right'], 0).strip()} / {_pct(ms['hit_rate_wrong'], 0).strip()} "
+            f"(worst layers {', '.join(list(ms['missed_share_per_layer'])[:3]) or '—'})"
+            for m, r in agg["methods"].items() if (ms := r["niah"].get("misses")) and ms["wrong"]
+            and ms["hit_rate_wrong"] is not None]
+    if hits:
+        lines.append("needle hit rate of right / wrong answers: " + "; ".join(hits))
     for label, key in (("needles", "dropped_needles"), ("kinds", "dropped_kinds")):
         if agg.get(key):
             lines.append(f"dropped {label} (full attention at chance or below): {', '.join(agg[key])}")

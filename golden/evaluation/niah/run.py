@@ -58,6 +58,9 @@ class _NeedleWatch:
     def __init__(self, tokens: range):
         self.tokens = torch.tensor(list(tokens))
         self.offloaded = self.hit = self.resident = 0
+        self.missed: dict[str, int] = {}          # "layer.kv_head" → selections that fetched none of the needle
+        self.layer_selections: dict[int, int] = {}
+        self.kv_heads = 0
 
     def __call__(self, layer, step, res, fetched):
         if step.kind == 0:            # frame steps are not the question's retrieval
@@ -67,13 +70,20 @@ class _NeedleWatch:
         if not offloaded:
             self.resident += len(fetched)
             return
-        for f in fetched:
+        self.layer_selections[layer] = self.layer_selections.get(layer, 0) + len(fetched)
+        self.kv_heads = len(fetched)
+        for h, f in enumerate(fetched):
             self.offloaded += 1
-            self.hit += bool(len(f)) and bool(torch.isin(self.tokens, torch.as_tensor(f)).any())
+            got = bool(len(f)) and bool(torch.isin(self.tokens, torch.as_tensor(f)).any())
+            self.hit += got
+            if not got:
+                key = f"{layer}.{h}"
+                self.missed[key] = self.missed.get(key, 0) + 1
 
     def as_dict(self) -> dict:
         return {"selections": self.offloaded, "hits": self.hit, "resident_selections": self.resident,
-                "hit_rate": self.hit / self.offloaded if self.offloaded else None}
+                "hit_rate": self.hit / self.offloaded if self.offloaded else None, "missed": dict(self.missed),
+                "layer_selections": {str(k): v for k, v in self.layer_selections.items()}, "kv_heads": self.kv_heads}
 
 
 class _NeedleFrames(RetrievalPolicy):
