@@ -35,15 +35,20 @@ CONNECT_TIMEOUT_S = 10
 
 
 class Progress:
-    """A one-line progress bar on a terminal (one line per finished job otherwise): jobs done, failed and taken
-    from the cache, elapsed time and an ETA from the mean time of the computed jobs."""
+    """The progress bar of a run of jobs (tqdm: one line redrawn on a terminal, every update on a file): jobs done,
+    failed and taken from the cache, elapsed time and an ETA from the mean time of the computed jobs (cached ones
+    take no time, so tqdm's own rate would promise too much), and the last job's name."""
 
     def __init__(self, total: int, label: str, stream=None):
+        from tqdm import tqdm
+
         self.total, self.label = total, label
         self.counts = {"done": 0, "failed": 0, "cached": 0}
-        self.stream = stream or sys.stderr
-        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        stream = stream or sys.stderr
+        tty = hasattr(stream, "isatty") and stream.isatty()
         self.t0 = time.time()
+        self._bar = tqdm(total=total, desc=label, file=stream, unit="job", dynamic_ncols=tty, ncols=None if tty else 160,
+                         mininterval=0 if not tty else 0.1, bar_format="{desc} {bar:24} {n_fmt}/{total_fmt}{postfix}")
 
     @property
     def finished(self) -> int:
@@ -58,19 +63,14 @@ class Progress:
 
     def step(self, what: str, status: str = "done") -> None:
         self.counts[status] += 1
-        width = 24
-        filled = int(width * self.finished / max(1, self.total))
-        bar = "#" * filled + "." * (width - filled)
-        eta = self.eta()
-        c = self.counts
-        msg = (f"{self.label} [{bar}] {self.finished}/{self.total}: {c['done']} done, {c['failed']} failed, "
-               f"{c['cached']} cached; {time.time() - self.t0:.0f} s"
-               + (f", ETA {eta:.0f} s" if eta is not None and self.finished < self.total else "") + f"  {what}")
-        if self.tty:
-            self.stream.write("\r" + msg[:160].ljust(160) + ("\n" if self.finished == self.total else ""))
-        else:
-            self.stream.write(msg + "\n")
-        self.stream.flush()
+        eta, c = self.eta(), self.counts
+        self._bar.set_postfix_str(f"{c['done']} done, {c['failed']} failed, {c['cached']} cached; "
+                                  f"{time.time() - self.t0:.0f} s"
+                                  + (f", ETA {eta:.0f} s" if eta is not None and self.finished < self.total else "")
+                                  + f"  {what}", refresh=False)
+        self._bar.update(1)
+        if self.finished >= self.total:
+            self._bar.close()
 
 
 def _label(key) -> str:

@@ -190,5 +190,8 @@ def test_progress_counts_and_eta():
     bar.step("c", "failed")
     assert bar.counts == {"done": 1, "failed": 1, "cached": 1}
     assert bar.eta() == pytest.approx(5, abs=0.5)     # 10 s for 2 computed jobs, 1 left
-    lines = stream.getvalue().splitlines()
-    assert lines[-1].startswith("sweep x [") and "3/4: 1 done, 1 failed, 1 cached; 10 s, ETA 5 s  c" in lines[-1]
+    lines = [ln.strip() for ln in stream.getvalue().splitlines() if ln.strip()]
+    assert lines[-1].startswith("sweep x ") and "3/4, 1 done, 1 failed, 1 cached; 10 s, ETA 5 s  c" in lines[-1]
+    bar.step("d")
+    assert "4/4, 2 done, 1 failed, 1 cached" in stream.getvalue().splitlines()[-1] and "ETA" not in \
+        stream.getvalue().splitlines()[-1]

@@ -170,6 +170,7 @@ def _cmd_niah(args) -> int:
     chart = accuracy_vs_traffic(agg, out_dir / "niah-accuracy-vs-traffic.png")
     report = {"config": cfg.name, "config_hash": cfg.hash(), "spec": spec.describe(), **agg,
               "cells": grid["cells"], "seconds": round(time.perf_counter() - t0, 1),
+              "cell_seconds": grid["cell_seconds"],
               "context_tokens": {k: v["context_tokens"] for k, v in grid["cells"].items() if "/ref/" in k},
               "plots": [str(maps), str(chart)], "tools": _tools(), "model": _model_facts(spec.model)}
     if json_out:

@@ -18,6 +18,7 @@ config, spec and cell; a rerun reads them (an interrupted grid resumes).
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from dataclasses import dataclass
@@ -266,7 +267,8 @@ def _run_dask(cfg, spec, jobs, scheduler, progress, cell_dir):
     todo = [j for j in jobs if j[0] not in results]
     if not todo:
         return results
-    local = LocalCluster(n_workers=2, threads_per_worker=1, processes=True) if scheduler == "local" else None
+    local = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                         silence_logs=logging.ERROR) if scheduler == "local" else None
     try:
         client = Client(local) if local is not None else Client(scheduler, timeout=10)
     except OSError as e:
