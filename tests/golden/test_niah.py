@@ -389,6 +389,7 @@ def test_the_cli_runs_a_small_grid_end_to_end_and_resumes_from_saved_cells(tiny,
                           "per_kind", "per_length", "controls", "needle_hit_rate", "ratio"}
     assert r["methods"]["full"]["niah"]["ratio"]["frame"] == 1.0 and r["methods"]["rekv"]["niah"]["ratio"]["frame"] < 1
     assert set(r["iso_accuracy"]) <= {"rekv"}                  # rekv and rekv@0.5 are a sweep of two points
+    assert r["single_point_sweeps"] == {}
     assert (tmp_path / "plots" / "niah-heatmaps.png").is_file()
     saved = sorted((tmp_path / "build" / "golden" / "niah" / "cells").glob("*.json"))
     assert len(saved) == 6                                   # reference + five methods
@@ -418,6 +419,22 @@ def test_the_flat_output_head_gives_the_heads_logits(tmp_path):
     _flat_output_head(lm.model)
     _flat_output_head(lm.model)                                   # once is enough: a second call changes nothing
     assert torch.allclose(head(x[:, -1:]), before, rtol=1e-5, atol=1e-6) and head(x).shape == (*x.shape[:2], before.shape[-1])
+
+
+def test_a_sweep_of_one_point_is_named_not_read():
+    from vrex.golden.evaluation.niah.grid import GridSpec, aggregate
+    from vrex.golden.evaluation.niah.report import format_table
+
+    def cell(m, right):
+        b = {"needle_name": "coffee", "order": 0, "truth": "coffee", "depth": 0.5, "exact_match": right,
+             "needle": None, "log_likelihood": {"coffee": -1.0 if right else -5.0, "tea": -3.0}}
+        return {"method": m, "rotation": 0, "frame_ratio": 0.3, "text_ratio": 0.2, "branches": {"coffee#0": b}}
+    ref = {"coffee#0": {"log_likelihood": {"coffee": -3.0, "tea": -3.0}}}
+    grid = {"cells": {"1024/ref/reference": {"branches": ref}, "1024/0/full": cell("full", True),
+                      "1024/0/quest@0.3": cell("quest@0.3", False)}}
+    agg = aggregate(GridSpec(needles=("coffee",), methods=("full", "quest@0.3"), kinds=("what",)), grid)
+    assert agg["iso_accuracy"] == {} and agg["single_point_sweeps"] == {"quest": "quest@0.3"}
+    assert "no iso-accuracy traffic for quest: quest@0.3 is a sweep of one point" in format_table(agg)
 
 
 def test_the_misses_of_wrong_answers_name_the_layers_and_heads():

@@ -457,7 +457,7 @@ def aggregate(spec: GridSpec, grid: dict) -> dict:
                     block["delta_points"] = 0.0 if m == other and qs else None
                     block["delta_ci"], block["distinguishable"] = None, None
         methods[m] = {"niah": block}
-    iso = {}
+    iso, single = {}, {}
     families: dict[str, list[str]] = {}
     for m in spec.methods:
         if m not in ("full", "needle_oracle", "full_minus_needle"):
@@ -465,6 +465,8 @@ def aggregate(spec: GridSpec, grid: dict) -> dict:
     if "full" in spec.methods:
         for fam, members in families.items():
             if len(members) < 2:
+                if "@" in members[0]:
+                    single[fam] = members[0]
                 continue
             iso[fam] = {}
             for stage in ("frame", "text"):
@@ -481,6 +483,6 @@ def aggregate(spec: GridSpec, grid: dict) -> dict:
                     r = iso_accuracy_traffic(points, ref, cl)
                     r["methods"] = members
                     iso[fam][stage] = r
-    return {"methods": methods, "iso_accuracy": iso, "full_attention_per_needle": answered,
+    return {"methods": methods, "iso_accuracy": iso, "single_point_sweeps": single, "full_attention_per_needle": answered,
             "dropped_needles": dropped, "full_attention_per_kind": full_kind, "dropped_kinds": dropped_kinds,
             "chance": {k: KINDS[k] for k in spec.kinds}, "questions": questions}

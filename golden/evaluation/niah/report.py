@@ -68,6 +68,9 @@ def format_table(agg: dict) -> str:
             and ms["hit_rate_wrong"] is not None]
     if hits:
         lines.append("needle hit rate of right / wrong answers: " + "; ".join(hits))
+    for fam, m in (agg.get("single_point_sweeps") or {}).items():
+        lines.append(f"no iso-accuracy traffic for {fam}: {m} is a sweep of one point; give {fam}@F at a second F "
+                     f"(or {fam} itself) to read one off")
     for label, key in (("needles", "dropped_needles"), ("kinds", "dropped_kinds")):
         if agg.get(key):
             lines.append(f"dropped {label} (full attention at chance or below): {', '.join(agg[key])}")
