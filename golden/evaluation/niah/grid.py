@@ -353,6 +353,11 @@ def _questions(cells: dict) -> list[dict]:
     return out
 
 
+def _group(q: dict) -> str:
+    """A question's group across haystacks: its kind and subjects (``what:chelsea``, ``first:chelsea+coffee``)."""
+    return f"{q['kind']}:{'+'.join(q['subjects'])}"
+
+
 def _summed(counts: list[dict]) -> dict:
     out: dict = {}
     for c in counts:
@@ -417,12 +422,23 @@ def aggregate(spec: GridSpec, grid: dict) -> dict:
     questions = _questions(cells)
     full = [q for q in questions if q["method"] == "full" and q["kind"] == "what"]
     answered = {n: _mean([float(q["correct"]) for q in full if q["needle"] == n]) for n in spec.needles}
-    dropped = sorted(n for n, a in answered.items() if a is not None and a <= KINDS["what"] + 1e-9) if full else []
-    kept = [q for q in questions if not set(q["subjects"]) & set(dropped)]
-    full_kind = {k: _mean([float(q["correct"]) for q in kept if q["method"] == "full" and q["kind"] == k
+    # The questions full attention cannot answer: per question group (kind and subjects: "what" of chelsea, "when"
+    # of rocket, "first" of chelsea + coffee) over every haystack and length, at chance or below: dropped from every
+    # method's score (full's answers pick the groups, never a method's).
+    groups: dict[str, list[float]] = {}
+    for q in questions:
+        if q["method"] == "full" and q["counted"]:
+            groups.setdefault(_group(q), []).append(float(q["correct"]))
+    ceiling = {g: sum(v) / len(v) for g, v in groups.items()}
+    dropped_groups = sorted(g for g, a in ceiling.items() if a <= KINDS[g.split(":")[0]] + 1e-9)
+    dropped = sorted(n for n in spec.needles if all(f"{k}:{n}" in dropped_groups for k in spec.kinds
+                                                    if k != "first" and f"{k}:{n}" in ceiling)
+                     and any(f"{k}:{n}" in ceiling for k in spec.kinds if k != "first"))
+    kept = [q for q in questions if _group(q) not in dropped_groups]
+    full_kind = {k: _mean([float(q["correct"]) for q in questions if q["method"] == "full" and q["kind"] == k
                            and q["counted"]]) for k in spec.kinds}
-    dropped_kinds = sorted(k for k, a in full_kind.items() if a is not None and a <= KINDS[k] + 1e-9)
-    kept = [q for q in kept if q["kind"] not in dropped_kinds]
+    dropped_kinds = sorted(k for k in spec.kinds if any(g.startswith(k + ":") for g in ceiling)
+                           and all(g in dropped_groups for g in ceiling if g.startswith(k + ":")))
     counted = [q for q in kept if q["counted"]]
     methods = {}
     for m in spec.methods:
@@ -485,4 +501,6 @@ def aggregate(spec: GridSpec, grid: dict) -> dict:
                     iso[fam][stage] = r
     return {"methods": methods, "iso_accuracy": iso, "single_point_sweeps": single, "full_attention_per_needle": answered,
             "dropped_needles": dropped, "full_attention_per_kind": full_kind, "dropped_kinds": dropped_kinds,
+            "full_attention_per_group": {g: round(a, 4) for g, a in sorted(ceiling.items())},
+            "dropped_groups": dropped_groups,
             "chance": {k: KINDS[k] for k in spec.kinds}, "questions": questions}

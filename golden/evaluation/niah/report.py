@@ -71,9 +71,14 @@ def format_table(agg: dict) -> str:
     for fam, m in (agg.get("single_point_sweeps") or {}).items():
         lines.append(f"no iso-accuracy traffic for {fam}: {m} is a sweep of one point; give {fam}@F at a second F "
                      f"(or {fam} itself) to read one off")
+    groups = agg.get("full_attention_per_group") or {}
+    if agg.get("dropped_groups"):
+        lines.append(f"dropped {len(agg['dropped_groups'])} of {len(groups)} question groups (full attention at chance "
+                     "or below over the haystacks): " + ", ".join(f"{g} {_pct(groups[g], 0).strip()}"
+                                                                for g in agg["dropped_groups"]))
     for label, key in (("needles", "dropped_needles"), ("kinds", "dropped_kinds")):
         if agg.get(key):
-            lines.append(f"dropped {label} (full attention at chance or below): {', '.join(agg[key])}")
+            lines.append(f"dropped {label} (every question of them): {', '.join(agg[key])}")
     per = ", ".join(f"{k} {_pct(v, 0).strip()}" for k, v in agg["full_attention_per_needle"].items())
     lines.append(f"full attention per needle (what): {per}")
     kinds = agg.get("full_attention_per_kind") or {}
