@@ -375,11 +375,12 @@ def test_the_cli_runs_a_small_grid_end_to_end_and_resumes_from_saved_cells(tiny,
                                                                                                   "window", "window"]
     assert [q["counted"] for q in asked if q["kind"] == "first"] == [False, False]
     assert {q["rotation"] for q in asked} == {0, 1} and {q["orders"] for q in asked} == {1}
-    gone = set(r["dropped_needles"])
+    gone = set(r["dropped_groups"])
+    assert gone <= set(r["full_attention_per_group"])
     for name, m in r["methods"].items():
         n = m["niah"]
-        mine = [q for q in r["questions"] if q["method"] == name and q["counted"] and not set(q["subjects"]) & gone
-                and q["kind"] not in r["dropped_kinds"]]
+        mine = [q for q in r["questions"] if q["method"] == name and q["counted"]
+                and f"{q['kind']}:{'+'.join(q['subjects'])}" not in gone]
         assert n["n_questions"] == len(mine) and n["accuracy"] == (sum(q["correct"] for q in mine) / len(mine)
                                                                     if mine else None)
         if mine:
@@ -419,6 +420,34 @@ def test_the_flat_output_head_gives_the_heads_logits(tmp_path):
     _flat_output_head(lm.model)
     _flat_output_head(lm.model)                                   # once is enough: a second call changes nothing
     assert torch.allclose(head(x[:, -1:]), before, rtol=1e-5, atol=1e-6) and head(x).shape == (*x.shape[:2], before.shape[-1])
+
+
+def test_question_groups_full_attention_cannot_answer_are_dropped_for_every_method():
+    from vrex.golden.evaluation.niah.grid import GridSpec, aggregate
+
+    def branch(needle, kind, right, counted=True):
+        truth, other = ("cat", "dog") if kind == "what" else ("end", "beginning")
+        return {"needle_name": needle, "kind": kind, "question": f"{kind}:{needle}", "subjects": [needle],
+                "counted": counted, "order": 0, "truth": truth, "depth": 0.5, "exact_match": right, "needle": None,
+                "log_likelihood": {truth: -1.0 if right else -5.0, other: -3.0}}
+    ref = {f"{k}:{x}#0" if k != "what" else f"{x}#0": {"log_likelihood": {"cat": -3.0, "dog": -3.0, "end": -3.0,
+                                                                          "beginning": -3.0}}
+           for k in ("what", "when") for x in ("a", "b")}
+    cells = {"1024/ref/reference": {"branches": ref}}
+    # full answers what:a (2 of 2) and when:b (2 of 2), never what:b nor when:a; "m" is right everywhere
+    for r in (0, 1):
+        for m, right in (("full", {"a#0": True, "b#0": False, "when:a#0": False, "when:b#0": True}),
+                         ("m", dict.fromkeys(("a#0", "b#0", "when:a#0", "when:b#0"), True))):
+            br = {"a#0": branch("a", "what", right["a#0"]), "b#0": branch("b", "what", right["b#0"]),
+                  "when:a#0": branch("a", "when", right["when:a#0"]), "when:b#0": branch("b", "when", right["when:b#0"])}
+            cells[f"1024/{r}/{m}"] = {"method": m, "rotation": r, "frame_ratio": 0.5, "text_ratio": 0.5, "branches": br}
+    for b in ref:
+        ref[b]["log_likelihood"] = {"cat": -3.0, "dog": -3.0, "end": -3.0, "beginning": -3.0}
+    agg = aggregate(GridSpec(needles=("a", "b"), methods=("full", "m"), kinds=("what", "when")), {"cells": cells})
+    assert agg["dropped_groups"] == ["what:b", "when:a"] and agg["dropped_needles"] == []
+    assert agg["full_attention_per_group"] == {"what:a": 1.0, "what:b": 0.0, "when:a": 0.0, "when:b": 1.0}
+    assert agg["methods"]["full"]["niah"]["n_questions"] == agg["methods"]["m"]["niah"]["n_questions"] == 4
+    assert agg["methods"]["m"]["niah"]["accuracy"] == 1.0 and agg["methods"]["full"]["niah"]["accuracy"] == 1.0
 
 
 def test_a_sweep_of_one_point_is_named_not_read():
