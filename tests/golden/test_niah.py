@@ -479,3 +479,16 @@ def test_the_misses_of_wrong_answers_name_the_layers_and_heads():
     assert got["hit_rate_right"] == 1.0 and got["hit_rate_wrong"] == round(13 / 16, 4) and got["wrong"] == 2
     assert got["missed_share_per_layer"] == {"1": 3 / 8, "0": 0.0}
     assert got["worst_heads"] == {"1.0": 0.5, "1.1": 0.25}              # head 0 of layer 1: 2 of its 4 selections
+
+
+def test_an_interrupted_grid_says_its_cells_are_kept(tmp_path, capsys, monkeypatch):
+    from vrex.golden.evaluation.niah import grid
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(grid, "run_grid", interrupted)
+    out = tmp_path / "r.json"
+    assert main(["niah", "--quick", "--json", str(out), "-q"]) == 130
+    err = capsys.readouterr().err
+    assert "interrupted; every finished cell is saved in" in err and "resumes" in err and "Traceback" not in err
+    assert not out.exists()

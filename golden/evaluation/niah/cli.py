@@ -156,8 +156,13 @@ def _cmd_niah(args) -> int:
           f"{list(spec.kinds)} × methods {list(spec.methods)}; {cells} cells{' on ' + args.scheduler if args.scheduler else ''}",
           flush=True)
     t0 = time.perf_counter()
-    grid = run_grid(cfg, spec, scheduler=args.scheduler, progress=not args.quiet,
-                    cell_dir=golden_cache_dir("niah", "cells"))
+    cell_dir = golden_cache_dir("niah", "cells")
+    try:
+        grid = run_grid(cfg, spec, scheduler=args.scheduler, progress=not args.quiet, cell_dir=cell_dir)
+    except KeyboardInterrupt:
+        print(f"vrex niah: interrupted; every finished cell is saved in {cell_dir}, and the same command resumes "
+              "from them.", file=sys.stderr)
+        return 130
     for c in grid["cells"].values():
         c.pop("fractions", None)
     agg = aggregate(spec, grid)
