@@ -369,6 +369,7 @@ def test_the_cli_runs_a_small_grid_end_to_end_and_resumes_from_saved_cells(tiny,
     rekv_frame = r["methods"]["rekv"]["niah"]["ratio"]["frame"]
     assert checked["frame traffic"]["bound"] == pytest.approx(rekv_frame / 3)
     assert set(r["methods"]) == {"full", "resv", "rekv", "rekv@0.5", "needle_oracle"}
+    assert r["model"]["name"] and "sha256" in r["model"]          # the model's facts, found under its dtype
     asked = [q for q in r["questions"] if q["method"] == "resv"]
     # 2 haystacks × (2 what + 1 first); one needle of each haystack sits in the window: its questions are controls
     assert len(asked) == 6 and sorted((str(q["depth"]) for q in asked if q["kind"] == "what")) == ["0.5", "0.5",

@@ -200,5 +200,5 @@ def _tools() -> dict:
 def _model_facts(name: str) -> dict:
     from vrex.golden.evaluation.niah.grid import _MODELS
 
-    lm = _MODELS.get(name)
+    lm = next((m for (n, _), m in _MODELS.items() if n == name), None)    # keyed by (name, dtype)
     return lm.source.describe() if lm is not None else {"name": name}
