@@ -177,7 +177,7 @@ def _cmd_niah(args) -> int:
               "cells": grid["cells"], "seconds": round(time.perf_counter() - t0, 1),
               "cell_seconds": grid["cell_seconds"],
               "context_tokens": {k: v["context_tokens"] for k, v in grid["cells"].items() if "/ref/" in k},
-              "plots": [str(maps), str(chart)], "tools": _tools(), "model": _model_facts(spec.model)}
+              "plots": [str(maps), str(chart)], "tools": _tools(), "model": _model_facts(spec.model, spec.dtype)}
     if json_out:
         json_out.parent.mkdir(parents=True, exist_ok=True)
         tmp = json_out.with_name(json_out.name + ".tmp")
@@ -197,8 +197,8 @@ def _tools() -> dict:
             "gguf": package_version("gguf"), "scikit-image": package_version("scikit-image")}
 
 
-def _model_facts(name: str) -> dict:
-    from vrex.golden.evaluation.niah.grid import _MODELS
+def _model_facts(name: str, dtype: str) -> dict:
+    """The model's source (file, size, SHA-256), loading it when every cell came from the saved ones."""
+    from vrex.golden.evaluation.niah.grid import _model
 
-    lm = next((m for (n, _), m in _MODELS.items() if n == name), None)    # keyed by (name, dtype)
-    return lm.source.describe() if lm is not None else {"name": name}
+    return _model(name, dtype).source.describe()
