@@ -408,6 +408,19 @@ def test_the_cli_runs_a_small_grid_end_to_end_and_resumes_from_saved_cells(tiny,
     monkeypatch.setattr(grid, "cell", lambda *a, **k: pytest.fail("a saved cell ran again"))
     assert main(args) == 0
     assert json.loads(out.read_text())["methods"] == r["methods"]
+    # one more rotation in batches of two: the saved batch of rotations 0-1 is read, only rotation 2 runs
+    from vrex.golden.evaluation.niah import run
+
+    monkeypatch.setattr(grid, "cell", real)
+    batches, run_real = [], run.run_cell
+    monkeypatch.setattr(run, "run_cell", lambda cfg, lm, ctx, method, *a, **k:
+                        batches.append((method, len(ctx))) or run_real(cfg, lm, ctx, method, *a, **k))
+    rot = args.index("--rotations") + 1
+    assert main([*args[:rot], "3", *args[rot + 1:], "--batch", "2"]) == 0
+    assert sorted(batches) == sorted((m, 1) for m in ("full", "resv", "rekv", "rekv@0.5", "needle_oracle"))
+    more = json.loads(out.read_text())
+    assert {q["rotation"] for q in more["questions"]} == {0, 1, 2}
+    assert [q for q in more["questions"] if q["rotation"] < 2] == r["questions"]
 
 
 def test_the_flat_output_head_gives_the_heads_logits(tmp_path):

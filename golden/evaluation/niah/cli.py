@@ -81,11 +81,12 @@ def register(sub) -> None:
                         "resv_row@P or resv_row@F:T is the row-mass rule at p = P (frame F, text T); rekv@F, "
                         "quest@F, infinigen@F a baseline at budget fraction F, oracle_topp@P the oracle at mass P; "
                         "needle_oracle fetches exactly the needles' tokens, full_minus_needle all but them")
-    n.add_argument("--rotations", type=positive_int, default=5,
-                   help="haystacks per length: rotation r puts needle i in slot (i + r) mod D (default 5; D "
-                        "rotations put every needle in every slot)")
+    n.add_argument("--rotations", type=positive_int, default=7,
+                   help="haystacks per length: rotation r puts needle i in slot (i + r) mod D (default 7, the "
+                        "default slots' D: every needle in every slot)")
     n.add_argument("--batch", type=positive_int, default=None,
-                   help="haystacks run as one batch (default: all rotations of a length; fewer need less memory)")
+                   help="haystacks run as one batch, the unit saved and resumed (default 5; fewer need less "
+                        "memory)")
     n.add_argument("--dtype", choices=("bfloat16", "float32"), default="bfloat16",
                    help="the LLM's precision (default bfloat16, the model's trained precision; float32 is ~2× "
                         "slower)")
@@ -131,7 +132,8 @@ def _spec(args, cfg):
     layers = parse_index_list(args.layers, cfg.model.layers, "layers")
     if args.orders > 5:
         raise UsageError(f"--orders {args.orders}: a question has at most 5 options, so at most 5 cyclic orders.")
-    return GridSpec(**kw, orders=args.orders, model=args.model, dtype=args.dtype, batch=args.batch or 0,
+    return GridSpec(**kw, orders=args.orders, model=args.model, dtype=args.dtype,
+                    batch=args.batch or GridSpec.batch,
                     clips=tuple(c for c in args.clips.split(",") if c), video=args.video or "", fps=args.fps,
                     budget=budget, top_p=args.top_p, layers=tuple(layers) if layers else None)
 

@@ -37,7 +37,7 @@ class GridSpec:
     needles: tuple[str, ...] = ("chelsea", "coffee", "rocket", "astronaut", "motorcycle_left", "tripod",
                                 "grace_hopper", "page")
     methods: tuple[str, ...] = ("full", "resv", "rekv", "infinigen", "quest", "oracle_topp")
-    rotations: int = 5
+    rotations: int = 7                             # len(DEPTHS): every needle visits every slot once
     orders: int = 1                                # option orders asked per question and haystack
     kinds: tuple[str, ...] = ("what", "when", "first")
     model: str = "qwen05"
@@ -51,7 +51,8 @@ class GridSpec:
     engine: str = "tensor"
     seed: int = 0
     dtype: str = "bfloat16"                        # the LLM's weights and activations (its trained precision)
-    batch: int = 0                                 # haystacks per batch (0: all rotations of a length at once)
+    batch: int = 5                                 # haystacks per batch (0: all rotations of a length at once);
+                                                   # a batch is the unit a grid saves and resumes
 
     def describe(self) -> dict:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
@@ -129,9 +130,11 @@ def _rotation_batches(spec) -> list[list[int]]:
     return [rs[i:i + b] for i in range(0, len(rs), b)]
 
 
-def cell(cfg, spec: GridSpec, length: int, method: str | None, matched=None) -> dict:
+def cell(cfg, spec: GridSpec, length: int, method: str | None, matched=None, cell_dir=None) -> dict:
     """One cell: ``method`` on every haystack of ``length`` (``{"rotations": [result per rotation]}``); ``method``
-    None: the reference (full attention without needles, every option order)."""
+    None: the reference (full attention without needles, every option order). With ``cell_dir`` (budgets other than
+    matched) each batch of haystacks is saved there as it finishes and a batch already saved is read, not run: a
+    killed cell resumes at its next batch, and more rotations reuse the batches of fewer."""
     from vrex.golden.evaluation.niah.haystack import build_context, place_needles
     from vrex.golden.evaluation.niah.run import run_cell
     from vrex.golden.traces.llm.model import check_shapes, model_shape
@@ -142,14 +145,26 @@ def cell(cfg, spec: GridSpec, length: int, method: str | None, matched=None) -> 
     window = cfg.resv.recent_window_tokens
     t0 = time.perf_counter()
     if method is None:             # the reference needs no retrieval: the haystack in one prefill step (faster)
+        saved = _saved(cell_dir, cfg, spec, (length, "reference")) if cell_dir is not None else None
+        if saved is not None:
+            return saved
         ctx = build_context(lm, hay, None, None, spec.kinds, window)
         ctx.segments = [(QUESTION, ctx.tokens)]
         out = run_cell(cfg, lm, ctx, "full", _settings(spec), layers=spec.layers, engine=spec.engine)
         out.update({"length": length, "context_tokens": ctx.tokens, "haystack_frames": hay.facts["frames"],
                     "seconds_wall": round(time.perf_counter() - t0, 3)})
+        if cell_dir is not None:
+            _save(cell_dir, cfg, spec, (length, "reference"), out)
         return out
-    rotations = []
+    rotations, seconds = [], 0.0
+    keep = cell_dir is not None and spec.budget != "matched"
     for batch in _rotation_batches(spec):
+        saved = _saved(cell_dir, cfg, spec, (length, method), batch) if keep else None
+        if saved is not None:
+            rotations.extend(saved["rotations"])
+            seconds += saved.get("seconds_wall") or 0.0
+            continue
+        t1 = time.perf_counter()
         ctxs = [build_context(lm, hay, place_needles(list(spec.needles), list(spec.depths), r), spec.orders,
                               spec.kinds, window, order_offset=r) for r in batch]
         fr = [m["fractions"] for m in matched["rotations"][batch[0]:batch[-1] + 1]] if isinstance(matched, dict) \
@@ -160,9 +175,12 @@ def cell(cfg, spec: GridSpec, length: int, method: str | None, matched=None) -> 
                       "haystack_frames": hay.facts["frames"]})
             if method != "resv":
                 o.pop("fractions", None)
-            rotations.append(o)
-    return {"method": method, "length": length, "rotations": rotations,
-            "seconds_wall": round(time.perf_counter() - t0, 3)}
+        rotations.extend(outs)
+        seconds += time.perf_counter() - t1
+        if keep:
+            _save(cell_dir, cfg, spec, (length, method),
+                  {"rotations": outs, "seconds_wall": round(time.perf_counter() - t1, 3)}, batch)
+    return {"method": method, "length": length, "rotations": rotations, "seconds_wall": round(seconds, 3)}
 
 
 def _jobs(spec):
@@ -188,32 +206,38 @@ def _bar(total: int, enabled: bool):
                 mininterval=0 if not sys.stderr.isatty() else 0.1)
 
 
-def _cell_file(cell_dir, cfg, spec, key):
+def _cell_file(cell_dir, cfg, spec, key, batch=None):
+    """The file of one saved unit: the reference of a length, or one batch of a (length, method) cell, keyed by the
+    config, the spec (but for the lengths, methods, rotation count and batch size, which only choose the units) and
+    the batch's haystacks."""
     import hashlib
     import json
 
     L, m = key
-    what = {"config": cfg.hash(), "spec": {k: v for k, v in spec.describe().items() if k not in ("lengths", "methods")},
-            "length": L, "method": m, "version": CELL_VERSION}
+    what = {"config": cfg.hash(), "spec": {k: v for k, v in spec.describe().items()
+                                           if k not in ("lengths", "methods", "rotations", "batch")},
+            "length": L, "method": m, "haystacks": list(batch) if batch is not None else None,
+            "version": CELL_VERSION}
     h = hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:16]
-    return cell_dir / f"{L}-{m.replace('@', '_at_').replace(':', '_')}-{h}.json"
+    span = f"-r{batch[0]}-{batch[-1]}" if batch is not None else ""
+    return cell_dir / f"{L}-{m.replace('@', '_at_').replace(':', '_')}{span}-{h}.json"
 
 
-def _saved(cell_dir, cfg, spec, key):
+def _saved(cell_dir, cfg, spec, key, batch=None):
     import json
 
-    f = _cell_file(cell_dir, cfg, spec, key)
+    f = _cell_file(cell_dir, cfg, spec, key, batch)
     try:
         return json.loads(f.read_text()) if f.is_file() else None
     except ValueError:
         return None
 
 
-def _save(cell_dir, cfg, spec, key, result):
+def _save(cell_dir, cfg, spec, key, result, batch=None):
     import json
     import os
 
-    f = _cell_file(cell_dir, cfg, spec, key)
+    f = _cell_file(cell_dir, cfg, spec, key, batch)
     f.parent.mkdir(parents=True, exist_ok=True)
     tmp = f.with_name(f"{f.name}.{os.getpid()}.tmp")
     kept = {k: v for k, v in result.items() if k != "fractions"}
@@ -223,6 +247,18 @@ def _save(cell_dir, cfg, spec, key, result):
     os.replace(tmp, f)
 
 
+def _saved_cell(cell_dir, cfg, spec, key):
+    """A (length, method) cell assembled from its saved units, or None when one is missing."""
+    L, m = key
+    if m == "reference":
+        return _saved(cell_dir, cfg, spec, key)
+    parts = [_saved(cell_dir, cfg, spec, key, b) for b in _rotation_batches(spec)]
+    if any(p is None for p in parts):
+        return None
+    return {"method": m, "length": L, "rotations": [o for p in parts for o in p["rotations"]],
+            "seconds_wall": round(sum(p.get("seconds_wall") or 0.0 for p in parts), 3)}
+
+
 def run_grid(cfg, spec: GridSpec, *, scheduler: str | None = None, progress: bool = True, cell_dir=None) -> dict:
     """Every cell of ``spec``; ``{"cells": {key: cell}, …}`` with keys ``"L/r/method"`` per haystack (``"L/ref/
     reference"`` the reference). With ``cell_dir`` (budgets other than matched) each finished cell is saved there and
@@ -230,15 +266,14 @@ def run_grid(cfg, spec: GridSpec, *, scheduler: str | None = None, progress: boo
     jobs = _jobs(spec)
     t0 = time.perf_counter()
     results = {}
+    keep = cell_dir is not None and spec.budget != "matched"
     if scheduler is None:
         with _bar(len(jobs), progress) as bar:
             for key, L, m, dep in jobs:
                 bar.set_postfix_str(f"{key[1]} at {L} tokens")
-                saved = _saved(cell_dir, cfg, spec, key) if cell_dir is not None and spec.budget != "matched" \
-                    else None
-                results[key] = saved if saved is not None else cell(cfg, spec, L, m, results.get(dep))
-                if cell_dir is not None and saved is None:
-                    _save(cell_dir, cfg, spec, key, results[key])
+                saved = _saved_cell(cell_dir, cfg, spec, key) if keep else None
+                results[key] = saved if saved is not None else cell(cfg, spec, L, m, results.get(dep),
+                                                                   cell_dir=cell_dir if keep else None)
                 bar.update()
     else:
         results = _run_dask(cfg, spec, jobs, scheduler, progress, cell_dir)
@@ -259,9 +294,10 @@ def _run_dask(cfg, spec, jobs, scheduler, progress, cell_dir):
     except ImportError:
         raise UsageError("--scheduler needs Dask distributed; install it with: pip install distributed.") from None
     results = {}
-    if cell_dir is not None and spec.budget != "matched":
+    keep = cell_dir is not None and spec.budget != "matched"
+    if keep:
         for key, *_ in jobs:
-            saved = _saved(cell_dir, cfg, spec, key)
+            saved = _saved_cell(cell_dir, cfg, spec, key)
             if saved is not None:
                 results[key] = saved
     todo = [j for j in jobs if j[0] not in results]
@@ -278,15 +314,13 @@ def _run_dask(cfg, spec, jobs, scheduler, progress, cell_dir):
         futures, keys = {}, {}
         for key, L, m, dep in todo:
             f = client.submit(cell, cfg, spec, L, m, futures.get(dep, results.get(dep)),
-                              key=f"niah-{L}-{m}-{id(spec)}", pure=False)
+                              cell_dir=cell_dir if keep else None, key=f"niah-{L}-{m}-{id(spec)}", pure=False)
             futures[key], keys[f.key] = f, key
         with _bar(len(jobs), progress) as bar:
             bar.update(len(jobs) - len(todo))
             for f in as_completed(list(futures.values())):
                 key = keys[f.key]
                 results[key] = f.result()
-                if cell_dir is not None and spec.budget != "matched":
-                    _save(cell_dir, cfg, spec, key, results[key])
                 bar.set_postfix_str(f"{key[1]} at {key[0]} tokens")
                 bar.update()
         return results
