@@ -436,6 +436,27 @@ def test_the_flat_output_head_gives_the_heads_logits(tmp_path):
     assert torch.allclose(head(x[:, -1:]), before, rtol=1e-5, atol=1e-6) and head(x).shape == (*x.shape[:2], before.shape[-1])
 
 
+def test_a_bfloat16_models_head_gives_float32_logits_of_its_weights(tmp_path):
+    """bfloat16 logits are quantised (1/16 at 8–16): the benchmark's head is a float32 product of the same weights."""
+    import torch.nn.functional as F
+
+    from vrex.golden.evaluation.niah.grid import _flat_output_head
+
+    folder = llm_fixtures.save_tiny_llm(tmp_path / "head16", context=1024)
+    lm = load_model(str(folder), cache=False)
+    lm.model.to(torch.bfloat16)
+    head = lm.model.get_output_embeddings()
+    x = (8 * torch.randn(4, 1, lm.model.config.hidden_size)).bfloat16()
+    quantised = head(x)
+    _flat_output_head(lm.model)
+    y = head(x)
+    want = F.linear(x.reshape(4, -1).float(), head.weight.float()).reshape(4, 1, -1)
+    assert y.dtype == torch.float32 and torch.equal(y, want)
+    assert torch.allclose(y, quantised.float(), rtol=2e-2, atol=0.2)
+    # the float32 logits resolve what bfloat16 rounds together
+    assert len(torch.unique(y)) > len(torch.unique(quantised.float()))
+
+
 def test_question_groups_full_attention_cannot_answer_are_dropped_for_every_method():
     from vrex.golden.evaluation.niah.grid import GridSpec, aggregate
 

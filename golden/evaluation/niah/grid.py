@@ -63,7 +63,7 @@ QUICK = dict(lengths=(1024,), depths=(0.5, "window"), needles=("chelsea", "astro
 
 _MODELS: dict = {}
 _HAYSTACKS: dict = {}
-CELL_VERSION = 3          # bump when a cell's computation changes (part of the saved cells' key)
+CELL_VERSION = 4          # bump when a cell's computation changes (part of the saved cells' key)
 
 
 def _model(name, dtype: str = "float32"):
@@ -83,20 +83,28 @@ def _model(name, dtype: str = "float32"):
 
 
 def _flat_output_head(model) -> None:
-    """Run the output head as one 2-D matrix product over the tokens it keeps.
+    """Run the output head as one 2-D float32 matrix product over the tokens it keeps.
 
     With ``logits_to_keep=1`` the head gets a ``(B, 1, hidden)`` slice, which torch's bfloat16 ``linear`` on the
     CPU sends through a batched product that first copies the whole transposed vocabulary matrix (Qwen's 151 936 ×
-    896: 0.9 s per step, 4× the rest of the model); flattened to ``(B × T, hidden)`` it is an ordinary GEMM. The
-    weights (tied or not) and the result are the same tensors, so the logits are bit-for-bit the head's."""
+    896: 0.9 s per step, 4× the rest of the model); flattened to ``(B × T, hidden)`` it is an ordinary GEMM.
+
+    The product is float32 (a float32 copy of a bfloat16 head's weights, the hidden states widened): a bfloat16 logit
+    has a resolution of 1/16 to 1/8 at the magnitudes of Qwen's (8 to 32), which quantised the calibrated option
+    scores, differences of sums of such log-probabilities (at 1K a quarter of the questions had a margin within
+    ±1/16 and 8 % exactly 0, a tie; docs/decisions.md N10). A float32 model's head keeps its own weights, so its
+    logits are the head's bit for bit."""
+    import torch
     import torch.nn.functional as F
 
     head = model.get_output_embeddings()
     if head is None or getattr(head, "_vrex_flat", False):
         return
+    weight = head.weight if head.weight.dtype == torch.float32 else head.weight.detach().float()
+    bias = None if head.bias is None else head.bias.detach().float()
 
     def forward(x):
-        y = F.linear(x.reshape(-1, x.shape[-1]).contiguous(), head.weight, head.bias)
+        y = F.linear(x.reshape(-1, x.shape[-1]).float().contiguous(), weight, bias)
         return y.reshape(*x.shape[:-1], y.shape[-1])
 
     head.forward = forward

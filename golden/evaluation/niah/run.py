@@ -148,15 +148,21 @@ def _branch(run: OnlineRun) -> OnlineRun:
     return copy.deepcopy(run, memo)
 
 
-def _advance(model, embeds: torch.Tensor, steps, cache, loop) -> torch.Tensor:
+def _advance(model, embeds: torch.Tensor, steps, cache, loop, logits: bool = True) -> torch.Tensor | None:
     """Run ``steps`` over the batch ``embeds`` ``(B, tokens, hidden)`` (a step's tokens are its absolute rows); the
-    last-token log-probabilities of the last step, ``(B, vocab)``."""
+    last-token log-probabilities of the last step, ``(B, vocab)``. Only the last step runs the output head (and none
+    when ``logits`` is False: then None): the other steps' logits are never read, so they run the decoder alone
+    (``model.base_model``, the same hidden states and cache)."""
     r = None
-    for st in steps:
+    for i, st in enumerate(steps):
         if loop is not None:
             loop.step = st
-        r = model(inputs_embeds=embeds[:, st.start:st.end], cache=cache, use_cache=True, logits_to_keep=1)
-    return torch.log_softmax(r.logits[:, -1].double(), -1)
+        x = embeds[:, st.start:st.end]
+        if logits and i == len(steps) - 1:
+            r = model(inputs_embeds=x, cache=cache, use_cache=True, logits_to_keep=1)
+        else:
+            model.base_model(inputs_embeds=x, cache=cache, use_cache=True)
+    return torch.log_softmax(r.logits[:, -1].double(), -1) if r is not None else None
 
 
 def _checkpoint(cache) -> list[dict]:
@@ -234,7 +240,7 @@ def _run_cell(cfg, lm, ctxs, method, settings, layers, engine, matched, progress
     t0 = time.perf_counter()
     prefix_steps = session_steps(Trace(segments_from_lengths(base.segments), {}, {}))
     with _in_loop(model, loop):
-        _advance(model, embeds, prefix_steps, cache, loop)
+        _advance(model, embeds, prefix_steps, cache, loop, logits=False)
     prefill_s = time.perf_counter() - t0
     if progress:
         progress("prefill", prefill_s)
