@@ -32,6 +32,16 @@ def _command(args) -> str:
     return " ".join(p for p in parts if p)
 
 
+def _ratio_groups(args, measured):
+    """The golden reports grouped by model (:mod:`.per_model`): the shipped extracts with ``--shipped-ratios``,
+    else ``--golden-json``'s reports; None when neither is given."""
+    from .per_model import SHIPPED_GOLDEN, group_by_model, read_shipped
+
+    if args.shipped_ratios:
+        return read_shipped(SHIPPED_GOLDEN)
+    return group_by_model(measured) if measured is not None else None
+
+
 def _cmd_perf(args) -> int:
     from vrex.paths import build_dir
 
@@ -41,6 +51,8 @@ def _cmd_perf(args) -> int:
     from .report import comparison_rows, render_text, to_json
     from .sweep import evaluate
 
+    if args.shipped_ratios and args.golden_json:
+        raise UsageError("--shipped-ratios and --golden-json both give the retrieval ratios; give one of them.")
     cfg = load_config_arg(args, with_sets=False)
     json_out = output_file(args.json, "--json") if args.json else None
     plot_dir = output_folder(args.plot, "--plot") if args.plot else None
@@ -52,6 +64,15 @@ def _cmd_perf(args) -> int:
     if overrides:
         cfg = cfg.with_overrides(overrides, source="command line")
     measured = read_golden_jsons(args.golden_json) if args.golden_json else None
+    groups = _ratio_groups(args, measured)
+    per_model = groups is not None and (len(groups) > 1 or args.shipped_ratios)
+    head = None
+    if per_model:       # several models' reports: the headline model's are the run's ratios (decisions.md M1)
+        from .per_model import headline
+
+        key, why = headline(cfg, groups)
+        head = {"config": key, "model": groups[key].model, "why": why}
+        measured = groups[key].measured
     figure_files = [] if args.no_figures else list(args.figures or [])
     if not args.no_figures and not figure_files and default_figures_path():
         figure_files = [default_figures_path()]
@@ -70,7 +91,8 @@ def _cmd_perf(args) -> int:
     if args.results:
         from .results import write_results
 
-        path = write_results(args.results, measured=measured, figures=figures, strict=args.strict)
+        path = write_results(args.results, measured=measured, figures=figures, strict=args.strict,
+                             groups=groups if per_model else None)
         print(f"wrote {path}")
         return 0
 
@@ -79,6 +101,15 @@ def _cmd_perf(args) -> int:
     print(render_text(ev, rows), end="")
     out_dir = plot_dir or build_dir("perf", f"{cfg.name}-{cfg.hash()}")
     record = to_json(ev, rows)
+    if per_model:
+        from .per_model import evaluate_per_model, model_entry
+        from .report import render_per_model
+
+        others = {k: g for k, g in groups.items() if k != head["config"]}
+        evs = {head["config"]: ev, **evaluate_per_model(cfg, others, figures, strict=args.strict)}
+        record["headline_model"] = head
+        record["per_model"] = {k: model_entry(evs[k], groups[k]) for k in groups}
+        print(render_per_model(record["per_model"], head), end="")
     view = None
     if args.layer_timeline is not None:
         from .layer_render import layer_lines, layer_markdown
@@ -130,7 +161,12 @@ def register(sub) -> None:
     p.add_argument("--no-plot", action="store_true", help="skip the plots")
     p.add_argument("--golden-json", metavar="F", nargs="+", action="extend",
                    help="golden-model reports (`vrex golden --json`): measured retrieval ratios instead of Table II "
-                        "(several session lengths: a fit, perf.ratio_fit), cluster sizes and KVMU traffic")
+                        "(several session lengths: a fit, perf.ratio_fit), cluster sizes and KVMU traffic; reports "
+                        "of several models (their config) are fitted per model, the headline model's in the tables")
+    p.add_argument("--shipped-ratios", action="store_true",
+                   help="the real-LLM ratio extracts the project ships (perf/data/real_llm: SmolLM2, Qwen2.5-Coder-"
+                        "0.5B, Gemma 3 270M), each model fitted alone; the tables use the headline model's "
+                        "(docs/decisions.md M1), then FPS, speedup and energy gain per model")
     p.add_argument("--strict", action="store_true",
                    help="refuse a golden or figures JSON made with another config (default: warn and use it)")
     p.add_argument("--sweep", metavar="SPEC",

@@ -15,7 +15,7 @@ from .paper import paper_for
 from .policies import BASELINES, LABELS
 from .sweep import Evaluation, session_totals
 
-__all__ = ["comparison_rows", "render_text", "to_json", "floors", "kv_label", "versions"]
+__all__ = ["comparison_rows", "render_text", "render_per_model", "to_json", "floors", "kv_label", "versions"]
 
 
 def kv_label(kv: int) -> str:
@@ -246,6 +246,38 @@ def render_text(ev: Evaluation, rows: dict | None = None) -> str:
         L.append(f"  {r['label']:<40} {r['intensity_op_per_byte']:>6.1f} {r['attained_flops'] / 1e12:>7.2f} "
                  f"{r['roof_flops'] / 1e12:>7.2f} {r['share_of_roof']:>6.1%} "
                  f"{_num(r['paper_share'], '{:.1%}'):>6}")
+    return "\n".join(L) + "\n"
+
+
+def _with_factor(ratio, factor) -> str:
+    """A ratio with its extrapolation factor; "—" where the KV size leaves nothing to select."""
+    if factor is None:
+        return f"{ratio:.3f} (not fitted)"
+    return f"{ratio:.3f} ({factor:.1f}×)" if factor else "—"
+
+
+def render_per_model(per_model: dict, headline: dict | None) -> str:
+    """Text: every model's fitted ReSV ratios with their extrapolation factors and the frame FPS, speedup and energy
+    gain over FlexGen they give (``per_model``: key -> :func:`vrex.perf.per_model.model_entry`)."""
+    L = ["", "Per model: each model's golden reports fitted alone (ReSV ratio at the KV size's candidates, × = "
+         "candidates / the longest measured session's); the tables above use "
+         + (f"{headline['model']}'s ({headline['why']})" if headline else "no measured ratios")]
+    L.append(f"  {'model':<28} {'KV':>4} {'B':>2} | {'frame ratio':>14} {'text ratio':>14} | {'FPS':>6} "
+             f"{'×FG':>6} {'E×FG':>6} | {'TPOT ms':>7} {'text ×FG':>8} {'text E×FG':>9}")
+    for entry in per_model.values():
+        for f, t in zip(entry["frame"], entry["text"]):
+            L.append(f"  {entry['model']:<28} {kv_label(f['kv']):>4} {f['batch']:>2} | "
+                     f"{_with_factor(f['frame_ratio'], f['frame_factor']):>14} "
+                     f"{_with_factor(t['text_ratio'], t['text_factor']):>14} | {f['fps']:>6.2f} "
+                     f"{f['speedup_flexgen']:>6.2f} {f['energy_gain_flexgen']:>6.2f} | {t['tpot_ms']:>7.1f} "
+                     f"{t['speedup_flexgen']:>8.2f} {t['energy_gain_flexgen']:>9.2f}")
+    for entry in per_model.values():
+        over = [o for o in entry["over_limit"] if o["policy"] == "resv"]
+        L.append(f"  {entry['model']}: sessions of {', '.join(str(t) for t in entry['session_tokens'])} tokens "
+                 f"({', '.join(entry['golden'])}); "
+                 + (f"{len(over)} ReSV ratio point(s) extrapolated more than {entry['extrapolation_limit']:g}× (up "
+                    f"to {max(o['factor'] for o in over):.1f}×)" if over else
+                    f"no ReSV ratio point extrapolated more than {entry['extrapolation_limit']:g}×"))
     return "\n".join(L) + "\n"
 
 

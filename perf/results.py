@@ -227,7 +227,25 @@ def _verdict(ev_e, closure_e) -> list[str]:
     return L
 
 
-def build_results(measured=None, figures=None, *, strict: bool = False) -> str:
+def _per_model_section(edge, groups: dict, figures, strict: bool) -> list[str]:
+    """The edge config evaluated once per model's golden reports (:mod:`.per_model`): ratios with their
+    extrapolation factors, FPS, speedup and energy gain."""
+    from .per_model import evaluate_per_model, headline, model_entry
+    from .system_render import per_model_lines
+
+    key, why = headline(edge, groups)
+    evs = evaluate_per_model(edge, groups, figures, strict=strict)
+    entries = {k: model_entry(evs[k], g) for k, g in groups.items()}
+    L = ["## Per model: each model's real-LLM ratios (config `edge`)", "",
+         f"The golden reports given are of {len(groups)} models, fitted one by one; every other table of this document "
+         f"uses {groups[key].model}'s ({why}).", ""]
+    return L + per_model_lines(entries, {kv: kv_label(kv) for kv in edge.perf.kv_sizes},
+                               "ReSV ratio at each KV size with its extrapolation factor, and what it gives:")
+
+
+def build_results(measured=None, figures=None, *, strict: bool = False, groups: dict | None = None) -> str:
+    """The results document; ``groups`` (key -> :class:`vrex.perf.per_model.ModelRatios`, when the golden reports
+    are of several models) adds the per-model section, ``measured`` being the headline model's reports."""
     t0 = time.perf_counter()
     edge, server = load_config("edge"), load_config("server")
     ev_e = evaluate(edge, measured, figures, strict=strict)
@@ -245,6 +263,7 @@ def build_results(measured=None, figures=None, *, strict: bool = False) -> str:
     choices = design_choices(sweep["rows"], edge, spec)
     tiers = _tier_rows(ev_e)
     layer_view = layer_timeline(edge, figures, measured)
+    per_model = _per_model_section(edge, groups, figures, strict) if groups else []
     seconds = time.perf_counter() - t0
 
     L = ["# Performance and energy results: V-Rex8 / V-Rex48 vs AGX Orin / A100", ""]
@@ -354,6 +373,7 @@ def build_results(measured=None, figures=None, *, strict: bool = False) -> str:
     L.append("")
     L += _ablation_table(rows_e["ablation"])
     L.append("")
+    L += per_model
 
     # ---- server
     L.append("## Server: V-Rex48 vs A100 (config `server`)")
@@ -535,8 +555,8 @@ def _portable(text: str) -> str:
     return text
 
 
-def write_results(path, measured=None, figures=None, *, strict: bool = False) -> Path:
-    text = _portable(build_results(measured, figures, strict=strict))
+def write_results(path, measured=None, figures=None, *, strict: bool = False, groups: dict | None = None) -> Path:
+    text = _portable(build_results(measured, figures, strict=strict, groups=groups))
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(out.suffix + ".tmp")

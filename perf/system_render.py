@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["system_markdown", "PLOT_NAME"]
+__all__ = ["system_markdown", "per_model_lines", "PLOT_NAME"]
 
 PLOT_NAME = "system.png"
 
@@ -19,8 +19,10 @@ def _pct(x) -> str:
 
 
 def _ratio_lines(s: dict) -> list[str]:
-    L = ["Retrieval ratios (real-LLM measurements the project ships, fitted over their session lengths; "
-         f"golden JSONs: {', '.join(f'`{g}`' for g in s['golden']) or 'none'}):", ""]
+    head = s.get("headline_model")
+    L = ["Retrieval ratios (real-LLM measurements the project ships, fitted over their session lengths"
+         + (f"; the headline rows use **{head['model']}**'s (`{head['config']}`: {head['why']})" if head else "")
+         + f"; golden JSONs: {', '.join(f'`{g}`' for g in s['golden']) or 'none'}):", ""]
     for entry in s["ratios"].values():
         for stage, st in entry["stages"].items():
             if st["fit"] is None:
@@ -33,6 +35,47 @@ def _ratio_lines(s: dict) -> list[str]:
             L.append(f"- {entry['label']} {stage}: {per}; {st['form']} fit through sessions of "
                      f"{', '.join(f'{n:.0f}' for n in st['measured_n'])} candidates per stream "
                      f"({', '.join(f'`{p}`' for p in st['sources'])}).")
+    return L + [""]
+
+
+def _factor(ratio, factor) -> str:
+    """A ratio with its extrapolation factor (candidates / the longest measured session's)."""
+    if factor is None:
+        return f"{ratio:.3f} (not fitted)"
+    return f"{ratio:.3f} ({factor:.1f}×)" if factor else "— (no candidates)"
+
+
+def per_model_lines(per_model: dict, kv_labels: dict, title: str) -> list[str]:
+    """Markdown: every model's fitted ReSV ratios with their extrapolation factors, and the FPS, speedup and
+    energy gain over FlexGen they give per KV size and batch; then the points extrapolated beyond the limit."""
+    if not per_model:
+        return []
+    L = [title, "",
+         "| model | KV | batch | frame ratio (× extrap.) | text ratio (× extrap.) | FPS | × FlexGen | E× FlexGen "
+         "| TPOT ms | text × FlexGen | text E× FlexGen |",
+         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for entry in per_model.values():
+        for f, t in zip(entry["frame"], entry["text"]):
+            L.append(f"| {entry['model']} | {kv_labels.get(f['kv'], f['kv'])} | {f['batch']} "
+                     f"| {_factor(f['frame_ratio'], f['frame_factor'])} | {_factor(t['text_ratio'], t['text_factor'])} "
+                     f"| {f['fps']:.2f} | {f['speedup_flexgen']:.2f} | {f['energy_gain_flexgen']:.2f} "
+                     f"| {t['tpot_ms']:.3g} | {t['speedup_flexgen']:.2f} | {t['energy_gain_flexgen']:.2f} |")
+    L.append("")
+    for entry in per_model.values():
+        resv = entry["ratios"]["resv"]["stages"]
+        pts = "; ".join(f"{stage} " + ", ".join(f"{r:.3f} at n={n:.0f}" for n, r in zip(st["measured_n"],
+                                                                                    st["measured_r"]))
+                        for stage, st in resv.items() if st["measured_n"])
+        over = {}
+        for o in entry["over_limit"]:
+            over.setdefault(entry["ratios"][o["policy"]]["label"], []).append(o["factor"])
+        limit = f"{entry['extrapolation_limit']:g}×"
+        L.append(f"- {entry['model']} (`{entry['config']}`, window {entry['window']}; sessions of "
+                 f"{', '.join(str(t) for t in entry['session_tokens'])} tokens): measured ReSV {pts or 'nothing'}; "
+                 + ("; ".join(f"{label}: {len(f)} ratio point(s) extrapolated more than {limit} (up to {max(f):.1f}×)"
+                              for label, f in over.items())
+                    if over else f"no ratio point extrapolated more than {limit}")
+                 + ".")
     return L + [""]
 
 
@@ -87,6 +130,9 @@ def system_markdown(s: dict | None, out: Path) -> tuple[list[str], list[Path]]:
          "Inputs this run's figures replace: " + (", ".join(s["inputs"]["measured"]) or "none") + ". "
          "Everything else is modelled (listed at the end of this section).", ""]
     L += _ratio_lines(s)
+    head = s.get("headline_model")
+    if head:
+        L += [f"The tables below use {head['model']}'s ratios; every model's are in *Per model* after them.", ""]
     L += ["Frame processing (per-frame latency, FPS = batch / latency, energy per frame and stream, speedup and "
           "energy-efficiency gain over FlexGen):", "",
           "| KV | batch | latency ms | paper ms | Δ | FPS | paper FPS | J/frame | × FlexGen | E× FlexGen | paper E× | Δ |",
@@ -111,6 +157,10 @@ def system_markdown(s: dict | None, out: Path) -> tuple[list[str], list[Path]]:
         L += [f"| {g['batch']} | {g['metric']} | {g['ours'][0]:.2f}–{g['ours'][1]:.2f} | "
               + (f"{g['paper'][0]:g}–{g['paper'][1]:g} |" if g["paper"] else "— |") for g in s["ranges"]]
     L.append("")
+    L += per_model_lines(s.get("per_model", {}), labels,
+                         "Per model (each model's shipped ratios fitted alone, the rest of the evaluation as above; "
+                         "ratios are ReSV's, with the factor by which the KV size's candidates exceed the longest "
+                         "measured session's):")
     if paper:
         diffs = s["differences"]
         L += [f"Figures more than {s['threshold']:.0%} from the paper's, and the input that causes each "

@@ -84,10 +84,46 @@ def test_golden_json_ratios_are_used_and_named(tmp_path, capsys):
     assert "method 'rekv' missing; its ratios fall back to paper Table II" in out
 
 
+def test_shipped_ratios_give_figures_per_model(tmp_path, capsys):
+    code, out, err = run(capsys, "perf", "--shipped-ratios", "--no-plot", "--no-figures", "--plot", str(tmp_path),
+                         "--kv-sizes", "20480,40960", "--batches", "4")
+    assert code == 0, err
+    record = json.loads((tmp_path / "perf.json").read_text())
+    per = record["per_model"]
+    assert set(per) == {"smollm2", "qwen05", "gemma3"} and record["headline_model"]["config"] == "smollm2"
+    assert "Per model: each model's golden reports fitted alone" in out
+    for entry in per.values():
+        assert entry["model"] in out and all(r["frame_factor"] > 0 for r in entry["frame"])
+    # the tables above the per-model block are the headline model's
+    assert record["systems"]["vrex"]["ratio_fits"]["frame"]["sources"] == per["smollm2"]["golden"]
+    at_40k = {k: e["frame"][-1] for k, e in per.items()}
+    assert at_40k["qwen05"]["frame_ratio"] > at_40k["smollm2"]["frame_ratio"]
+    assert at_40k["qwen05"]["fps"] < at_40k["smollm2"]["fps"]
+
+
+def test_golden_jsons_of_two_models_are_fitted_apart(tmp_path, capsys):
+    files = []
+    for i, (config, n, r) in enumerate((("smollm2", 500, 0.02), ("smollm2", 3500, 0.06), ("qwen05", 700, 0.45),
+                                         ("qwen05", 3900, 0.55))):
+        stage = {"retrieval_ratio": r, "offloaded_tokens": n * 10, "layer_head_steps": 10}
+        g = tmp_path / f"g{i}.json"
+        g.write_text(json.dumps({"config": config, "methods": {"resv": {"frame": stage, "text": stage}}}))
+        files.append(str(g))
+    code, out, err = run(capsys, "perf", "--config", "qwen05", "--no-plot", "--no-figures", "--plot", str(tmp_path),
+                         "--kv-sizes", "40960", "--batches", "4", "--golden-json", *files)
+    assert code == 0, err
+    record = json.loads((tmp_path / "perf.json").read_text())
+    assert record["headline_model"]["config"] == "qwen05"         # the config's own model leads
+    assert record["systems"]["vrex"]["ratio_fits"]["frame"]["points"] == [[700.0, 0.45], [3900.0, 0.55]]
+    assert record["per_model"]["smollm2"]["ratios"]["resv"]["stages"]["frame"]["measured_n"] == [500.0, 3500.0]
+
+
 @pytest.mark.parametrize("argv,message", [
     (["--batches", "one"], "vrex: error: --batches 'one': give comma-separated integers, e.g. --batches 1,4,8,16."),
     (["--batches", "1,64"], "vrex: error: command line: system.dram.capacity_gb = 32.0: is too small for batch 64"),
     (["--golden-json", "nope.json"], "vrex: error: golden JSON nope.json does not exist"),
+    (["--shipped-ratios", "--golden-json", "g.json"],
+     "vrex: error: --shipped-ratios and --golden-json both give the retrieval ratios; give one of them."),
 ])
 def test_bad_input_is_one_line(tmp_path, capsys, argv, message):
     code, out, err = run(capsys, "perf", "--no-plot", "--no-figures", "--plot", str(tmp_path), *argv)
