@@ -142,7 +142,8 @@ def cell(cfg, spec: GridSpec, length: int, method: str | None, matched=None, cel
     """One cell: ``method`` on every haystack of ``length`` (``{"rotations": [result per rotation]}``); ``method``
     None: the reference (full attention without needles, every option order). With ``cell_dir`` (budgets other than
     matched) each batch of haystacks is saved there as it finishes and a batch already saved is read, not run: a
-    killed cell resumes at its next batch, and more rotations reuse the batches of fewer."""
+    killed cell resumes at its next batch, and more rotations reuse the batches of fewer. The reference is saved
+    there too; the grid reads a saved one before it calls this (:func:`_saved_cell`)."""
     from vrex.golden.evaluation.niah.haystack import build_context, place_needles
     from vrex.golden.evaluation.niah.run import run_cell
     from vrex.golden.traces.llm.model import check_shapes, model_shape
@@ -153,9 +154,6 @@ def cell(cfg, spec: GridSpec, length: int, method: str | None, matched=None, cel
     window = cfg.resv.recent_window_tokens
     t0 = time.perf_counter()
     if method is None:             # the reference needs no retrieval: the haystack in one prefill step (faster)
-        saved = _saved(cell_dir, cfg, spec, (length, "reference")) if cell_dir is not None else None
-        if saved is not None:
-            return saved
         ctx = build_context(lm, hay, None, None, spec.kinds, window)
         ctx.segments = [(QUESTION, ctx.tokens)]
         out = run_cell(cfg, lm, ctx, "full", _settings(spec), layers=spec.layers, engine=spec.engine)
