@@ -136,6 +136,14 @@ def test_row_mass_methods_carry_their_p():
         check_methods(["resv_exact@0.9"])
 
 
+def test_a_per_stage_point_sweeps_the_frame_p_at_its_text_p():
+    from vrex.golden.evaluation.niah.grid import family
+
+    assert [family(m) for m in ("rekv@0.3", "resv_row@0.7", "resv_row@0.9:0.9", "resv_row@0.9:0.90",
+                                "resv_row@0.7:0.99", "resv_row@0.5:0.99", "resv")] == \
+        ["rekv", "resv_row", "resv_row", "resv_row", "resv_row@*:0.99", "resv_row@*:0.99", "resv"]
+
+
 def test_every_variant_loads_on_every_builtin_config_and_resv_offloaded_is_the_old_rule():
     from vrex.config import builtin_config_names, load_config
     from vrex.golden.evaluation.offline import VARIANTS, variant_overrides

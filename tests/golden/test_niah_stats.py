@@ -145,7 +145,7 @@ def test_iso_accuracy_rising_sweep():
 
 def test_iso_accuracy_interpolates_between_the_crossing_points():
     points = [(0.2, _lose(30)), (0.3, _lose(12)), (0.5, _gain(12)), (0.7, REF)]
-    r = iso_accuracy_traffic(points, REF, CLUSTERS, seed=3)
+    r = iso_accuracy_traffic(points, REF, CLUSTERS, seed=3, fit="raw")
     u3, u5 = r["points"][1]["delta_ci"][1], r["points"][2]["delta_ci"][1]
     assert u3 < 0 < u5
     assert r["traffic"] == pytest.approx(0.3 + 0.2 * -u3 / (u5 - u3))
@@ -160,9 +160,26 @@ def test_iso_accuracy_interpolates_between_the_crossing_points():
 
 def test_iso_accuracy_not_monotone():
     points = [(0.1, _lose(40)), (0.3, REF), (0.5, _lose(40, seed=1)), (0.9, REF)]
+    raw = iso_accuracy_traffic(points, REF, CLUSTERS, fit="raw")
+    assert 0.1 < raw["traffic"] <= 0.3 and raw["raw_traffic"] == raw["traffic"]
+    assert (raw["missed"], raw["monotone"]) == (False, False)
+    # the isotonic fit pools the lucky point at 0.3 with the failing one at 0.5: the crossing moves past both
     r = iso_accuracy_traffic(points, REF, CLUSTERS)
-    assert 0.1 < r["traffic"] <= 0.3
-    assert (r["missed"], r["monotone"]) == (False, False)
+    assert r["fit"] == "isotonic" and r["raw_traffic"] == raw["traffic"] and not r["monotone"]
+    fu = [p["fitted_upper"] for p in r["points"]]
+    assert fu == sorted(fu) and fu[1] == pytest.approx(fu[2]) and fu[1] < 0 <= fu[3]
+    u = [p["delta_ci"][1] for p in r["points"]]
+    assert fu[1] == pytest.approx((u[1] + u[2]) / 2)
+    assert 0.5 < r["traffic"] <= 0.9
+    lo, hi = r["ci"]
+    assert lo is not None and lo > 0.1
+
+
+def test_iso_accuracy_fit_changes_nothing_on_a_rising_sweep():
+    points = [(0.1, _lose(60)), (0.2, _lose(40)), (0.3, _lose(20)), (0.4, REF), (0.6, REF)]
+    a, b = iso_accuracy_traffic(points, REF, CLUSTERS), iso_accuracy_traffic(points, REF, CLUSTERS, fit="raw")
+    assert a["traffic"] == b["traffic"] == a["raw_traffic"]
+    assert [p["fitted_upper"] for p in a["points"]] == [p["delta_ci"][1] for p in a["points"]]
 
 
 def test_iso_accuracy_missed():
@@ -190,3 +207,5 @@ def test_iso_accuracy_bad_input():
     with pytest.raises(ValueError, match="the outcomes at traffic 0.5 must be aligned with the reference: "
                                          "199 questions for 200"):
         iso_accuracy_traffic([(0.2, REF), (0.5, REF[:-1])], REF, CLUSTERS)
+    with pytest.raises(ValueError, match="fit must be one of isotonic, raw, got 'cubic'"):
+        iso_accuracy_traffic([(0.2, REF), (0.5, REF)], REF, CLUSTERS, fit="cubic")

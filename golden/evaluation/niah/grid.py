@@ -352,8 +352,14 @@ def slot_key(depth) -> str:
 
 
 def family(method: str) -> str:
-    """The sweep a method belongs to: ``rekv@0.3`` → ``rekv``, ``resv_row@0.7`` → ``resv_row``."""
-    return method.partition("@")[0]
+    """The sweep a method belongs to: ``rekv@0.3`` → ``rekv``, ``resv_row@0.7`` → ``resv_row``; a per-stage point
+    ``resv_row@F:T`` with ``F ≠ T`` sweeps the frame p at a fixed text p: ``resv_row@0.7:0.99`` →
+    ``resv_row@*:0.99`` (``resv_row@0.9:0.9`` is ``resv_row``)."""
+    base, _, arg = method.partition("@")
+    frame, colon, text = arg.partition(":")
+    if colon and frame != text and float(frame) != float(text):
+        return f"{base}@*:{text}"
+    return base
 
 
 def _questions(cells: dict) -> list[dict]:

@@ -60,7 +60,8 @@ def format_table(agg: dict) -> str:
             where = ("missed: no point of the sweep is not worse than full" if r["missed"] else
                      f"{'≤ ' if r['bounded_below'] else ''}{_traffic(r['traffic'])} "
                      f"[{_traffic(lo)}, {'beyond the sweep' if hi is None else _traffic(hi)}]"
-                     + ("" if r["monotone"] else ", not monotone"))
+                     + ("" if r["monotone"] else
+                        f", not monotone (isotonic fit; the raw sweep first passes at {_traffic(r.get('raw_traffic'))})"))
             lines.append(f"iso-accuracy {stage} traffic of {fam} ({len(r['points'])} points): {where}")
     hits = [f"{m} {_pct(ms['hit_rate_right'], 0).strip()} / {_pct(ms['hit_rate_wrong'], 0).strip()} "
             f"(worst layers {', '.join(list(ms['missed_share_per_layer'])[:3]) or '—'})"

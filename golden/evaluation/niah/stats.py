@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 
 import numpy as np
+from scipy.optimize import isotonic_regression
 from scipy.stats import binomtest
 
 __all__ = ["wilson", "mcnemar_exact", "paired_bootstrap_delta", "distinguishable", "iso_accuracy_traffic"]
@@ -156,9 +157,18 @@ def _crossing(traffic: np.ndarray, criterion: np.ndarray) -> np.ndarray:
     return out
 
 
+def _isotonic(criterion: np.ndarray) -> np.ndarray:
+    """Each row of ``criterion`` (rows × points sorted by traffic) replaced by its least-squares non-decreasing
+    fit (:func:`scipy.optimize.isotonic_regression`, pool adjacent violators, equal weights)."""
+    return np.stack([isotonic_regression(row).x for row in criterion])
+
+
+FITS = ("isotonic", "raw")
+
+
 def iso_accuracy_traffic(points: Sequence[tuple[float, Sequence[bool]]], reference: Sequence[bool],
                          clusters: Sequence[Hashable], *, n_boot: int = 2000, confidence: float = 0.95,
-                         seed: int = 0) -> dict:
+                         seed: int = 0, fit: str = "isotonic") -> dict:
     """The least traffic at which a method's budget sweep is not worse than full attention, with an interval.
 
     Definition. A sweep point j (traffic t_j, outcomes aligned with ``reference``, the full-attention outcomes on
@@ -167,8 +177,15 @@ def iso_accuracy_traffic(points: Sequence[tuple[float, Sequence[bool]]], referen
     the least traffic at which the piecewise-linear interpolation of U(t) over the points reaches 0 from below: the
     first crossing (between the last failing point before the first passing one and that passing point). If the
     lowest-traffic point already passes, T is its traffic and only an upper bound ("≤ T", ``bounded_below``); if
-    no point passes, T is None (``missed``). ``monotone`` says whether every point after the crossing passes too
-    (False when missed).
+    no point passes, T is None (``missed``). ``monotone`` says whether every point after the raw crossing passes
+    too (False when missed).
+
+    Monotone fit (``fit = "isotonic"``, the default). Fetching more cannot make a method worse in expectation, so
+    a sweep whose U(t) falls after rising is noise at this n; the raw crossing of such a sweep is the first lucky
+    point. U(t) is therefore replaced by its non-decreasing least-squares fit over the points (isotonic
+    regression, pool adjacent violators) before the crossing is read, in the observation and in every replicate
+    alike; ``raw_traffic`` keeps the crossing of the unfitted U(t), and each point's ``fitted_upper`` the fit.
+    ``fit = "raw"`` reads T off the unfitted U(t) (``traffic == raw_traffic``).
 
     Interval. Every bootstrap replicate resamples whole clusters once, jointly for all points and the reference
     (so the points stay paired with full attention and with each other), and gives Δ*_j; the replicate's
@@ -186,16 +203,19 @@ def iso_accuracy_traffic(points: Sequence[tuple[float, Sequence[bool]]], referen
     Returns
     -------
     dict
-        ``traffic`` (T or None), ``ci`` (``(lo, hi)``, None ends beyond the sweep), ``bounded_below``, ``missed``,
-        ``monotone``, and ``points``: per point sorted by traffic, ``traffic``, ``accuracy``, ``delta``,
-        ``delta_ci`` (the same interval :func:`paired_bootstrap_delta` gives with the same seed) and
-        ``not_worse``.
+        ``traffic`` (T or None), ``raw_traffic`` (the unfitted crossing or None), ``fit``, ``ci`` (``(lo, hi)``,
+        None ends beyond the sweep), ``bounded_below``, ``missed``, ``monotone``, and ``points``: per point sorted
+        by traffic, ``traffic``, ``accuracy``, ``delta``, ``delta_ci`` (the same interval
+        :func:`paired_bootstrap_delta` gives with the same seed), ``not_worse`` and ``fitted_upper``.
 
     Raises
     ------
     ValueError
-        With fewer than two points, a traffic outside [0, 1], or outcomes not aligned with ``reference``.
+        With fewer than two points, a traffic outside [0, 1], outcomes not aligned with ``reference``, or an
+        unknown ``fit``.
     """
+    if fit not in FITS:
+        raise ValueError(f"fit must be one of {', '.join(FITS)}, got {fit!r}")
     if len(points) < 2:
         raise ValueError(f"an iso-accuracy traffic is read off a sweep: a sweep needs at least two points, "
                          f"got {len(points)}")
@@ -220,21 +240,27 @@ def iso_accuracy_traffic(points: Sequence[tuple[float, Sequence[bool]]], referen
     upper = np.array([hi for _, hi in cis])
     not_worse = upper >= 0
 
-    t_obs = float(_crossing(traffic, upper[None, :])[0])
+    shape = _isotonic if fit == "isotonic" else (lambda c: c)
+    fitted = shape(upper[None, :])[0]
+    t_raw = float(_crossing(traffic, upper[None, :])[0])
+    t_obs = float(_crossing(traffic, fitted[None, :])[0])
     missed = not np.isfinite(t_obs)
-    first = int(np.argmax(not_worse))
-    t_star = _crossing(traffic, replicates + (upper - observed))
+    first = int(np.argmax(fitted >= 0))
+    raw_first = int(np.argmax(not_worse))
+    t_star = _crossing(traffic, shape(replicates + (upper - observed)))
     # A sentinel above every traffic stands for +inf, so that np.quantile's interpolation stays finite; an end
     # that reaches into it is beyond the sweep.
     ends = np.quantile(np.where(np.isfinite(t_star), t_star, 2.0), c.quantiles)
     ci = tuple(None if e > traffic[-1] else float(e) for e in ends)
     return {
         "traffic": None if missed else t_obs,
+        "raw_traffic": t_raw if np.isfinite(t_raw) else None,
+        "fit": fit,
         "ci": ci,
         "bounded_below": bool(not missed and first == 0),
         "missed": missed,
-        "monotone": bool(not missed and not_worse[first:].all()),
+        "monotone": bool(np.isfinite(t_raw) and not_worse[raw_first:].all()),
         "points": [{"traffic": float(t), "accuracy": float(o.mean()), "delta": float(dj), "delta_ci": cij,
-                    "not_worse": bool(nw)}
-                   for (t, o), dj, cij, nw in zip(parsed, observed, cis, not_worse)],
+                    "not_worse": bool(nw), "fitted_upper": float(fu)}
+                   for (t, o), dj, cij, nw, fu in zip(parsed, observed, cis, not_worse, fitted)],
     }
