@@ -210,7 +210,7 @@ def test_cli_e2e_writes_the_contract(tiny, tmp_path, capsys, monkeypatch):
     out = capsys.readouterr()
     assert code == 0, out.err
     assert "e2e method" in out.out and "top-1 agree" in out.out
-    assert "targets (issue 23) of resv" in out.out
+    assert "targets (issues 23, 32) of resv" in out.out
     rep = json.loads(js.read_text())
     checked = {t["name"]: t for t in rep["targets"]}
     assert {"frame traffic", "text traffic", "frame recall", "text recall", "e2e KL(full‖m)"} <= set(checked)

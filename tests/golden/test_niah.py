@@ -368,7 +368,7 @@ def test_the_cli_runs_a_small_grid_end_to_end_and_resumes_from_saved_cells(tiny,
             "--json", str(out), "-o", str(tmp_path / "plots"), "-q"]
     assert main(args) == 0
     printed = capsys.readouterr().out
-    assert "niah method" in printed and "95% CI" in printed and "targets (issue 23) of resv" in printed
+    assert "niah method" in printed and "95% CI" in printed and "targets (issues 23, 32) of resv" in printed
     import json
 
     r = json.loads(out.read_text())

@@ -4,7 +4,7 @@ import pytest
 
 from vrex.config import load_config
 from vrex.golden.evaluation.targets import (NIAH_SLACK, RECALL_SLACK, TRAFFIC_SHARE, e2e_targets, format_targets,
-                                            niah_targets, retrieval_targets, rule_label)
+                                            iso_accuracy_notes, niah_targets, retrieval_targets, rule_label)
 
 
 def _offline(resv, rekv):
@@ -60,8 +60,42 @@ def test_needle_accuracy_against_rekv_and_full():
     assert not got["needle accuracy vs ReKV"].met and not got["needle accuracy vs full"].met
     assert got["frame traffic"].met and got["text traffic"].met
     text = format_targets(list(got.values()), rule="row p 0.9 / 0.9")
-    assert "targets (issue 23) of resv (row p 0.9 / 0.9):" in text
+    assert "targets (issues 23, 32) of resv (row p 0.9 / 0.9):" in text
     assert "2 of 4 met; missed: needle accuracy vs ReKV, needle accuracy vs full" in text
+
+
+def test_not_worse_than_full_is_the_paired_intervals_upper_end():
+    agg = {"methods": {"full": _niah(0.6, 1.0, 1.0), "resv": _niah(0.55, 0.5, 0.5), "rekv": _niah(0.5, 0.6, 0.3)}}
+    agg["methods"]["resv"]["niah"].update(delta_points=-5.0, delta_ci=[-10.2, 0.5])
+    got = {t.name: t for t in niah_targets(agg)}
+    assert "needle accuracy vs full" not in got and got["not worse than full"].met
+    assert got["not worse than full"].value == pytest.approx(0.005)
+    agg["methods"]["resv"]["niah"]["delta_ci"] = [-10.2, -0.1]
+    assert not {t.name: t for t in niah_targets(agg)}["not worse than full"].met
+
+
+def _sweep(traffic, lowest_passes=False):
+    return {"traffic": traffic, "bounded_below": lowest_passes, "points": [{"traffic": 0.1}, {"traffic": 0.5}]}
+
+
+def test_iso_accuracy_traffic_against_a_third_of_rekvs():
+    agg = {"methods": {"full": _niah(0.6, 1.0, 1.0), "resv": _niah(0.6, 0.5, 0.5), "rekv": _niah(0.5, 0.6, 0.3)},
+           "iso_accuracy": {"resv_row": {"frame": _sweep(0.15), "text": _sweep(0.2)},
+                            "rekv": {"frame": _sweep(0.48), "text": _sweep(0.45)}}}
+    got = {t.name: t for t in niah_targets(agg)}
+    frame, text = got["frame traffic at iso-acc. (resv_row)"], got["text traffic at iso-acc. (resv_row)"]
+    assert frame.met and frame.bound == pytest.approx(0.16) and not text.met
+    assert iso_accuracy_notes(agg) == []
+    agg["iso_accuracy"]["rekv"] = {"frame": _sweep(None), "text": _sweep(0.05, lowest_passes=True)}
+    agg["iso_accuracy"]["resv_row"]["text"] = _sweep(None)
+    assert not any("iso-acc." in t.name for t in niah_targets(agg))
+    assert iso_accuracy_notes(agg) == [
+        "frame traffic at iso-accuracy (resv_row) not checked: rekv is worse than full at every point of its sweep "
+        "(up to 50.0 %); resv_row is not worse from 15.0 %",
+        "text traffic at iso-accuracy (resv_row) not checked: no point of the resv_row sweep is not worse than full"]
+    del agg["iso_accuracy"]["rekv"]
+    assert iso_accuracy_notes(agg) == ["iso-accuracy traffic targets not checked: no rekv sweep (give rekv@F at two "
+                                       "F or more)"]
 
 
 def test_all_needles_dropped_leaves_only_traffic():

@@ -142,7 +142,7 @@ def _cmd_niah(args) -> int:
     from vrex.config import load_config
     from vrex.golden.evaluation.niah.grid import aggregate, run_grid
     from vrex.golden.evaluation.niah.report import accuracy_vs_traffic, format_table, heat_maps
-    from vrex.golden.evaluation.targets import format_targets, niah_targets, rule_label
+    from vrex.golden.evaluation.targets import format_targets, iso_accuracy_notes, niah_targets, rule_label
     from vrex.golden.resv.policies import BaselineSettings
     from vrex.golden.traces.video import VideoSpec
 
@@ -171,8 +171,11 @@ def _cmd_niah(args) -> int:
     print(format_table(agg))
     checked = niah_targets(agg)
     agg["targets"] = [t.as_dict() for t in checked]
+    agg["target_notes"] = iso_accuracy_notes(agg)
     if checked:
         print(format_targets(checked, rule=rule_label(cfg)))
+    for line in agg["target_notes"]:
+        print(f"  {line}")
     maps = heat_maps(agg, spec, out_dir / "niah-heatmaps.png")
     chart = accuracy_vs_traffic(agg, out_dir / "niah-accuracy-vs-traffic.png")
     report = {"config": cfg.name, "config_hash": cfg.hash(), "spec": spec.describe(), **agg,
