@@ -187,6 +187,33 @@ def test_question_kinds_ask_what_when_and_first_with_the_truth_of_the_frames(tin
     assert [len(b.question_ids) for b in other.branches] == [len(b.question_ids) for b in ctx.branches]
 
 
+def test_haystack_variants_start_the_same_frames_elsewhere():
+    from vrex.golden.evaluation.niah.haystack import Haystack, variant_offset
+
+    frames = torch.arange(10.0).reshape(10, 1, 1).expand(10, 2, 3).clone()
+    hay = Haystack(frames, {"coffee": torch.ones(2, 3)}, torch.zeros(1, 3), ("a", "b"), {"frames": 10})
+    assert hay.variant(0) is hay
+    v1, v2 = hay.variant(1), hay.variant(2)
+    assert [variant_offset(v, 10) for v in range(4)] == [0, 4, 8, 1]
+    assert v1.frames[:, 0, 0].tolist() == [4, 5, 6, 7, 8, 9, 0, 1, 2, 3] and v2.frames[0, 0, 0] == 8
+    assert v1.needles is hay.needles and v1.facts == {"frames": 10, "variant": 1, "frame_offset": 4}
+    assert hay.frames[0, 0, 0] == 0                                     # the base haystack is untouched
+    with pytest.raises(UsageError, match="haystack variant 2 of a 2-frame haystack repeats an earlier one"):
+        variant_offset(2, 2)
+
+
+def test_batches_stay_within_a_variant_so_fewer_rotations_reuse_theirs():
+    from vrex.golden.evaluation.niah.grid import GridSpec, _jobs, _rotation_batches, reference_name, variant_of
+
+    assert _rotation_batches(GridSpec(rotations=7, batch=5)) == [[0, 1, 2, 3, 4], [5, 6]]
+    assert _rotation_batches(GridSpec(rotations=9, batch=5)) == [[0, 1, 2, 3, 4], [5, 6], [7, 8]]
+    assert _rotation_batches(GridSpec(rotations=16, batch=0)) == [list(range(7)), list(range(7, 14)), [14, 15]]
+    spec = GridSpec(rotations=9, lengths=(1024,), methods=("full",))
+    assert [variant_of(spec, r) for r in (0, 6, 7, 8)] == [0, 0, 1, 1]
+    assert [k for k, *_ in _jobs(spec)] == [(1024, "reference"), (1024, "reference-1"), (1024, "full")]
+    assert reference_name(0) == "reference" and reference_name(2) == "reference-2"
+
+
 def test_rotations_put_every_needle_at_every_depth():
     depths = [0.0, 0.5, 1.0]
     seen = {(x, d) for r in range(3) for x, d in place_needles(NEEDLES, depths, r).items()}
@@ -422,10 +449,14 @@ def test_the_cli_runs_a_small_grid_end_to_end_and_resumes_from_saved_cells(tiny,
     monkeypatch.setattr(grid, "cell", real)
     batches, run_real = [], run.run_cell
     monkeypatch.setattr(run, "run_cell", lambda cfg, lm, ctx, method, *a, **k:
-                        batches.append((method, len(ctx))) or run_real(cfg, lm, ctx, method, *a, **k))
+                        batches.append((method, len(ctx) if isinstance(ctx, list) else 0))   # 0: a reference
+                        or run_real(cfg, lm, ctx, method, *a, **k))
     rot = args.index("--rotations") + 1
     assert main([*args[:rot], "3", *args[rot + 1:], "--batch", "2"]) == 0
-    assert sorted(batches) == sorted((m, 1) for m in ("full", "resv", "rekv", "rekv@0.5", "needle_oracle"))
+    # rotation 2 is the first of a second Latin square over the 2 slots: haystack variant 1, with its own reference
+    assert sorted(batches) == sorted([("full", 0)] + [(m, 1) for m in ("full", "resv", "rekv", "rekv@0.5",
+                                                                                 "needle_oracle")])
+    assert len(list((tmp_path / "build" / "golden" / "niah" / "cells").glob("560-reference-1-*.json"))) == 1
     more = json.loads(out.read_text())
     assert {q["rotation"] for q in more["questions"]} == {0, 1, 2}
     assert [q for q in more["questions"] if q["rotation"] < 2] == r["questions"]

@@ -83,7 +83,8 @@ def register(sub) -> None:
                         "needle_oracle fetches exactly the needles' tokens, full_minus_needle all but them")
     n.add_argument("--rotations", type=positive_int, default=7,
                    help="haystacks per length: rotation r puts needle i in slot (i + r) mod D (default 7, the "
-                        "default slots' D: every needle in every slot)")
+                        "default slots' D: every needle in every slot); each further D rotations run on a variant "
+                        "of the haystack (the same video from another frame offset) with its own reference")
     n.add_argument("--batch", type=positive_int, default=None,
                    help="haystacks run as one batch, the unit saved and resumed (default 5; fewer need less "
                         "memory)")

@@ -3,7 +3,10 @@ on a Dask scheduler, and its aggregation per method with intervals and paired te
 
 A *haystack* is one (length, rotation): every needle sits in one slot of ``depths`` (:func:`.haystack.place_needles`;
 ``len(depths)`` rotations put every needle in every slot once), one prefill serves all its questions, and rotation
-r asks every question in option order r (a Latin square of option positions over the rotations). A *cell* is one
+r asks every question in option order r (a Latin square of option positions over the rotations). Rotations beyond
+the first ``D = len(depths)`` run on *haystack variants*: rotation r uses variant ``r // D`` of the length's
+haystack, the same frames started at another offset (:meth:`.haystack.Haystack.variant`), so every further block of
+D rotations is a new Latin square over new surroundings, with its own reference; a batch never spans two variants. A *cell* is one
 (length, method): that length's haystacks run as one batch (:func:`.run.run_cell`). Per length a reference cell
 (full attention, the haystack without needles, every option order) gives the calibration: an option's score is its
 log-likelihood in the method's run minus its log-likelihood in the reference (domain-conditional PMI); the
@@ -25,7 +28,7 @@ from dataclasses import dataclass
 
 from vrex.errors import UsageError
 
-__all__ = ["GridSpec", "run_grid", "aggregate", "QUICK", "slot_key", "family"]
+__all__ = ["GridSpec", "run_grid", "aggregate", "QUICK", "slot_key", "family", "variant_of", "reference_name"]
 
 DEPTHS = ("start", 0.1, 0.3, 0.5, 0.7, 0.9, "window")
 
@@ -37,7 +40,8 @@ class GridSpec:
     needles: tuple[str, ...] = ("chelsea", "coffee", "rocket", "astronaut", "motorcycle_left", "tripod",
                                 "grace_hopper", "page")
     methods: tuple[str, ...] = ("full", "resv", "rekv", "infinigen", "quest", "oracle_topp")
-    rotations: int = 7                             # len(DEPTHS): every needle visits every slot once
+    rotations: int = 7                             # len(DEPTHS): every needle visits every slot once; more run on
+                                                   # haystack variants (a new Latin square per variant)
     orders: int = 1                                # option orders asked per question and haystack
     kinds: tuple[str, ...] = ("what", "when", "first")
     model: str = "qwen05"
@@ -132,15 +136,35 @@ def _haystack(cfg, spec, length):
     return lm, _HAYSTACKS[key]
 
 
+def variant_of(spec, rotation: int) -> int:
+    """The haystack variant rotation ``rotation`` runs on: one per block of ``len(spec.depths)`` rotations."""
+    return rotation // len(spec.depths)
+
+
+def reference_name(variant: int) -> str:
+    """The reference cell's method name of a haystack variant (``reference``, ``reference-1``, …)."""
+    return "reference" if variant == 0 else f"reference-{variant}"
+
+
+def _reference_variant(name: str) -> int:
+    return 0 if name == "reference" else int(name.rpartition("-")[2])
+
+
 def _rotation_batches(spec) -> list[list[int]]:
-    rs = list(range(spec.rotations))
-    b = spec.batch or len(rs)
-    return [rs[i:i + b] for i in range(0, len(rs), b)]
+    """The rotations in batches of ``spec.batch`` (all of a variant when 0), each within one haystack variant, so
+    that the batches of fewer rotations are the first batches of more."""
+    D = len(spec.depths)
+    out = []
+    for start in range(0, spec.rotations, D):
+        rs = list(range(start, min(start + D, spec.rotations)))
+        b = spec.batch or len(rs)
+        out.extend(rs[i:i + b] for i in range(0, len(rs), b))
+    return out
 
 
-def cell(cfg, spec: GridSpec, length: int, method: str | None, matched=None, cell_dir=None) -> dict:
+def cell(cfg, spec: GridSpec, length: int, method: str | None, matched=None, cell_dir=None, variant: int = 0) -> dict:
     """One cell: ``method`` on every haystack of ``length`` (``{"rotations": [result per rotation]}``); ``method``
-    None: the reference (full attention without needles, every option order). With ``cell_dir`` (budgets other than
+    None: the reference of haystack variant ``variant`` (full attention without needles, every option order). With ``cell_dir`` (budgets other than
     matched) each batch of haystacks is saved there as it finishes and a batch already saved is read, not run: a
     killed cell resumes at its next batch, and more rotations reuse the batches of fewer. The reference is saved
     there too; the grid reads a saved one before it calls this (:func:`_saved_cell`)."""
@@ -154,13 +178,13 @@ def cell(cfg, spec: GridSpec, length: int, method: str | None, matched=None, cel
     window = cfg.resv.recent_window_tokens
     t0 = time.perf_counter()
     if method is None:             # the reference needs no retrieval: the haystack in one prefill step (faster)
-        ctx = build_context(lm, hay, None, None, spec.kinds, window)
+        ctx = build_context(lm, hay.variant(variant), None, None, spec.kinds, window)
         ctx.segments = [(QUESTION, ctx.tokens)]
         out = run_cell(cfg, lm, ctx, "full", _settings(spec), layers=spec.layers, engine=spec.engine)
         out.update({"length": length, "context_tokens": ctx.tokens, "haystack_frames": hay.facts["frames"],
-                    "seconds_wall": round(time.perf_counter() - t0, 3)})
+                    "seconds_wall": round(time.perf_counter() - t0, 3), "haystack_variant": variant})
         if cell_dir is not None:
-            _save(cell_dir, cfg, spec, (length, "reference"), out)
+            _save(cell_dir, cfg, spec, (length, reference_name(variant)), out)
         return out
     rotations, seconds = [], 0.0
     keep = cell_dir is not None and spec.budget != "matched"
@@ -171,14 +195,15 @@ def cell(cfg, spec: GridSpec, length: int, method: str | None, matched=None, cel
             seconds += saved.get("seconds_wall") or 0.0
             continue
         t1 = time.perf_counter()
-        ctxs = [build_context(lm, hay, place_needles(list(spec.needles), list(spec.depths), r), spec.orders,
-                              spec.kinds, window, order_offset=r) for r in batch]
+        v = variant_of(spec, batch[0])
+        ctxs = [build_context(lm, hay.variant(v), place_needles(list(spec.needles), list(spec.depths), r),
+                              spec.orders, spec.kinds, window, order_offset=r) for r in batch]
         fr = [m["fractions"] for m in matched["rotations"][batch[0]:batch[-1] + 1]] if isinstance(matched, dict) \
             else None
         outs = run_cell(cfg, lm, ctxs, method, _settings(spec), layers=spec.layers, engine=spec.engine, matched=fr)
         for r, c, o in zip(batch, ctxs, outs):
             o.update({"length": length, "context_tokens": c.tokens, "rotation": r,
-                      "haystack_frames": hay.facts["frames"]})
+                      "haystack_frames": hay.facts["frames"], "haystack_variant": v})
             if method != "resv":
                 o.pop("fractions", None)
         rotations.extend(outs)
@@ -197,8 +222,9 @@ def _jobs(spec):
         raise UsageError("--budget matched gives each method the fractions ReSV fetched: include resv in --methods.")
     order = sorted(methods, key=lambda m: m != "resv")
     jobs = []
+    variants = range(variant_of(spec, spec.rotations - 1) + 1)
     for L in spec.lengths:
-        jobs.append(((L, "reference"), L, None, None))
+        jobs.extend(((L, reference_name(v)), L, None, None) for v in variants)
         for m in order:
             jobs.append(((L, m), L, m, (L, "resv") if matched and m != "resv" else None))
     return jobs
@@ -256,7 +282,7 @@ def _save(cell_dir, cfg, spec, key, result, batch=None):
 def _saved_cell(cell_dir, cfg, spec, key):
     """A (length, method) cell assembled from its saved units, or None when one is missing."""
     L, m = key
-    if m == "reference":
+    if m.startswith("reference"):
         return _saved(cell_dir, cfg, spec, key)
     parts = [_saved(cell_dir, cfg, spec, key, b) for b in _rotation_batches(spec)]
     if any(p is None for p in parts):
@@ -278,15 +304,16 @@ def run_grid(cfg, spec: GridSpec, *, scheduler: str | None = None, progress: boo
             for key, L, m, dep in jobs:
                 bar.set_postfix_str(f"{key[1]} at {L} tokens")
                 saved = _saved_cell(cell_dir, cfg, spec, key) if keep else None
-                results[key] = saved if saved is not None else cell(cfg, spec, L, m, results.get(dep),
-                                                                   cell_dir=cell_dir if keep else None)
+                results[key] = saved if saved is not None else cell(
+                    cfg, spec, L, m, results.get(dep), cell_dir=cell_dir if keep else None,
+                    variant=_reference_variant(key[1]) if m is None else 0)
                 bar.update()
     else:
         results = _run_dask(cfg, spec, jobs, scheduler, progress, cell_dir)
     cells = {}
     for (L, m), v in results.items():
-        if m == "reference":
-            cells[f"{L}/ref/reference"] = v
+        if m.startswith("reference"):
+            cells[f"{L}/ref/{m}"] = v
         else:
             for o in v["rotations"]:
                 cells[f"{L}/{o['rotation']}/{m}"] = o
@@ -320,7 +347,9 @@ def _run_dask(cfg, spec, jobs, scheduler, progress, cell_dir):
         futures, keys = {}, {}
         for key, L, m, dep in todo:
             f = client.submit(cell, cfg, spec, L, m, futures.get(dep, results.get(dep)),
-                              cell_dir=cell_dir if keep else None, key=f"niah-{L}-{m}-{id(spec)}", pure=False)
+                              cell_dir=cell_dir if keep else None,
+                              variant=_reference_variant(key[1]) if m is None else 0,
+                              key=f"niah-{L}-{key[1]}-{id(spec)}", pure=False)
             futures[key], keys[f.key] = f, key
         with _bar(len(jobs), progress) as bar:
             bar.update(len(jobs) - len(todo))
@@ -372,7 +401,7 @@ def _questions(cells: dict) -> list[dict]:
         L, r, m = key.split("/")
         if r == "ref":
             continue
-        ref = cells[f"{L}/ref/reference"]["branches"]
+        ref = cells[f"{L}/ref/{reference_name(c.get('haystack_variant', 0))}"]["branches"]
         by_q: dict[str, list] = {}
         for bkey, b in c["branches"].items():
             by_q.setdefault(b.get("question", b["needle_name"]), []).append((bkey, b))

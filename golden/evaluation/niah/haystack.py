@@ -80,6 +80,27 @@ class Haystack:
     tail_texts: tuple[str, str]                   # (assistant opening, answer cue)
     facts: dict
 
+    def variant(self, v: int) -> "Haystack":
+        """Haystack variant ``v`` of the same frames: variant 0 is this haystack; variant ``v ≥ 1`` starts the
+        video ``offset(v)`` frames later and wraps around (:func:`variant_offset`), so the needles of the same slots
+        sit among other frames. The needles, the opening and the texts are shared."""
+        if v == 0:
+            return self
+        k = variant_offset(v, len(self.frames))
+        return Haystack(torch.roll(self.frames, -k, dims=0), self.needles, self.opening, self.tail_texts,
+                        {**self.facts, "variant": v, "frame_offset": k})
+
+
+def variant_offset(v: int, frames: int) -> int:
+    """The frame offset of haystack variant ``v`` among ``frames`` frames: ``round(v · 0.382 · frames) mod frames``
+    (the golden-section step, so the first variants spread over the video rather than repeat a third of it).
+    Raises :class:`UsageError` when two variants up to ``v`` coincide (a haystack too short for that many)."""
+    offsets = [round(u * 0.382 * frames) % frames for u in range(v + 1)]
+    if len(set(offsets)) != len(offsets):
+        raise UsageError(f"haystack variant {v} of a {frames}-frame haystack repeats an earlier one (offsets "
+                         f"{offsets}); ask fewer rotations or a longer haystack.")
+    return offsets[v]
+
 
 def _ids(tokenizer, text: str) -> list[int]:
     return list(tokenizer(text, add_special_tokens=False)["input_ids"]) if text else []
