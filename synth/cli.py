@@ -34,10 +34,11 @@ def _cmd_verilog(args) -> int:
     for name in names:
         _progress("verilog", f"{name}: generating Verilog and its IP package")
         out = root / name if root is not None and len(names) > 1 else root
-        e = emit(name, cfg, out, force=True)
+        e = emit(name, cfg, out, force=True, flat=args.flat)
         folders.append(e.directory)
-        print(f"{name}: {e.verilog} with {e.filelist.name}, config.yaml and the IP package ({e.top}.core, {e.top}.sdc, "
-              f"{e.top}.vlt, {e.top}.interface.md/.json, {e.file('testbench').name})")
+        how = " (hierarchical: one module per distinct part)" if e.hierarchical else ""
+        print(f"{name}: {e.verilog}{how} with {e.filelist.name}, config.yaml and the IP package ({e.top}.core, "
+              f"{e.top}.sdc, {e.top}.vlt, {e.top}.interface.md/.json, {e.file('testbench').name})")
     where = folders[0] if len(folders) == 1 else (root or folders[0].parent)
     print(f"verilog: {len(names)} component{'s' if len(names) > 1 else ''} for config {cfg.name} (hash {cfg.hash()}) "
           f"written to {where}")
@@ -237,11 +238,18 @@ def register(sub) -> None:
                                    "IP package for a component built from the config: <top>.sdc (timing constraints), "
                                    "<top>.vlt (Verilator waivers: plain `verilator --lint-only -Wall` is clean), "
                                    "<top>.core (FuseSoC core with lint and sim targets), <top>.interface.json/.md and "
-                                   "tb_<top>.v (docs/ip.md).")
+                                   "tb_<top>.v (docs/ip.md). A composite's <top>.v is hierarchical: one module "
+                                   "per distinct part (the edge core's 64 MAC trees are one module), instantiated by "
+                                   "name; --flat gives Amaranth's flat output.")
     v.add_argument("--component", metavar="NAME",
                    help="component name (an unknown name lists the known ones); default: all")
     v.add_argument("--all", action="store_true", help="every registered component")
     add_config_option(v)
+    v.add_argument("--flat", action="store_true",
+                   help="a composite (core, lxe, dpe, vpe, dre) as Amaranth's flat Verilog, every part instance "
+                        "elaborated and emitted again (default build/rtl/<component>-<hash>-flat), instead of one "
+                        "module per distinct part instantiated by name: the same logic, emitted much more slowly "
+                        "(the edge core: half an hour instead of a minute)")
     v.add_argument("-o", "--output", metavar="DIR",
                    help="output folder (default: build/rtl/<component>-<hash>; with --all one subfolder per "
                         "component); "

@@ -23,7 +23,8 @@ from .waivers import GENERIC_WAIVERS, waiver_text
 
 __all__ = ["package_files", "package_source_hash", "check_folder", "write_package", "write_atomic"]
 
-_GENERATORS = ("package.py", "interface.py", "sdc.py", "waivers.py", "fusesoc.py")
+# the package generators, and the hierarchical Verilog's (instances.py): a change to one rewrites the package
+_GENERATORS = ("package.py", "interface.py", "sdc.py", "waivers.py", "fusesoc.py", "instances.py")
 BENCH_TRANSACTIONS = 100   # input transactions of the golden bench replayed by the FuseSoC `sim` target
 
 

@@ -1,13 +1,15 @@
 """Verilog emission: component + config -> ``<top>.v``, a file list, the config snapshot and the IP package.
 
-Output folders are keyed by component and config hash (``build/rtl/<component>-<hash>/``), so an unchanged
-config reuses its Verilog. Each folder holds:
+Output folders are keyed by component and config hash (``build/rtl/<component>-<hash>/``, a composite's flat
+Verilog in ``<component>-<hash>-flat/``), so an unchanged config reuses its Verilog. Each folder holds:
 
-- ``<top>.v``      the generated Verilog (Amaranth backend, no source attributes);
+- ``<top>.v``      the generated Verilog (Amaranth backend, no source attributes); a composite's is hierarchical by
+  default: one module per distinct part, instantiated by name (:mod:`vrex.synth.instances`), all in this one file;
 - ``files.f``      the file list for simulators and synthesis tools;
 - ``config.yaml``  the full resolved config that produced it;
-- ``manifest.json`` component, top, config name and hash, vrex and Amaranth versions, and hashes of the
-  ``vrex.hdl`` sources and of the package generators (so an edited component is regenerated, never served stale);
+- ``manifest.json`` component, top, config name and hash, vrex and Amaranth versions, hashes of the ``vrex.hdl``
+  sources and of the package generators (so an edited component is regenerated, never served stale), whether the
+  Verilog is hierarchical and, if so, its modules (instances in the design, seconds to convert each);
 - the IP package (:mod:`vrex.synth.package`, docs/ip.md): ``<top>.sdc``, ``<top>.vlt`` (Verilator waivers),
   ``<top>.core`` (FuseSoC), ``<top>.interface.json`` / ``.md`` and ``tb_<top>.v`` (smoke testbench).
 """
@@ -34,8 +36,8 @@ from vrex.tools import python_packages
 from .stopwatch import lap
 from .package import check_folder, package_files, package_source_hash, write_atomic, write_package
 
-__all__ = ["Emitted", "emit", "hdl_source_hash", "flow_source_hash", "top_input_bits", "check_top_width",
-           "TOP_INPUT_BITS_LIMIT"]
+__all__ = ["Emitted", "emit", "is_composite", "hdl_source_hash", "flow_source_hash", "top_input_bits",
+           "check_top_width", "TOP_INPUT_BITS_LIMIT"]
 
 # Amaranth's netlist numbers the bits of the top's inputs (clock and reset included) in 16 bits
 # (``_nir.Net.from_cell(0, bit)``): a top with more input bits cannot be converted at all.
@@ -49,6 +51,7 @@ class Emitted:
     directory: Path
     verilog: Path
     filelist: Path
+    hierarchical: bool = False   # one module per distinct part (a composite unless emitted flat)
 
     def file(self, role: str) -> Path:
         """A file of the package by role (:func:`vrex.synth.package.package_files`)."""
@@ -188,24 +191,35 @@ def _discard(design) -> None:
     silence_unused(design)
 
 
-def emit(component: str, cfg, out_dir: str | os.PathLike | None = None, *, force: bool = False) -> Emitted:
+def is_composite(component: str) -> bool:
+    """Whether ``component`` is built of parts (the registry's composites: DPE, VPE, LXE, DRE, core), so that its
+    Verilog can be hierarchical."""
+    return get_component(component).parts is not None
+
+
+def emit(component: str, cfg, out_dir: str | os.PathLike | None = None, *, force: bool = False,
+         flat: bool = False) -> Emitted:
     """Write the Verilog and the IP package of ``component`` built from ``cfg``; reuse an up-to-date folder unless
-    ``force``. An ``out_dir`` that holds something else raises :class:`~vrex.errors.UsageError` before anything is
-    written (:func:`vrex.synth.package.check_folder`), and so does a top too wide for Amaranth
-    (:func:`check_top_width`)."""
+    ``force``. A composite's Verilog is hierarchical (:mod:`vrex.synth.instances`) unless ``flat``: every part
+    instance elaborated and emitted again, Amaranth's own output, in ``<component>-<hash>-flat/`` by default. An
+    ``out_dir`` that holds something else raises :class:`~vrex.errors.UsageError` before anything is written
+    (:func:`vrex.synth.package.check_folder`), and so does a top too wide for Amaranth (:func:`check_top_width`)."""
     spec = get_component(component)
-    d = Path(out_dir) if out_dir is not None else build_dir("rtl", f"{component}-{cfg.hash()}")
+    hierarchical = is_composite(component) and not flat
+    suffix = "-flat" if flat and is_composite(component) else ""
+    d = Path(out_dir) if out_dir is not None else build_dir("rtl", f"{component}-{cfg.hash()}{suffix}")
     files = package_files(spec.top)
-    e = Emitted(component, spec.top, d, d / files["verilog"], d / files["filelist"])
+    e = Emitted(component, spec.top, d, d / files["verilog"], d / files["filelist"], hierarchical)
     manifest = d / files["manifest"]
     meta = {"component": component, "top": spec.top, "config": cfg.name, "config_hash": cfg.hash(),
             "vrex": __version__, "amaranth": python_packages().get("amaranth"), "hdl_sources": hdl_source_hash(),
-            "package": package_source_hash(), "benches": bench_source_hash()}
+            "package": package_source_hash(), "benches": bench_source_hash(), "hierarchical": hierarchical}
     if out_dir is not None:   # the build folder is named by component and hash: nothing else can be in it
         check_folder(d, component, spec.top, cfg)
     if not force and manifest.is_file() and all((d / name).is_file() for name in files.values()):
         try:
-            if json.loads(manifest.read_text()) == meta:
+            old = json.loads(manifest.read_text())
+            if isinstance(old, dict) and {k: old.get(k) for k in meta} == meta:
                 return e
         except json.JSONDecodeError:
             pass
@@ -214,7 +228,14 @@ def emit(component: str, cfg, out_dir: str | os.PathLike | None = None, *, force
     with lap("verilog"):
         dut = spec.build(cfg)
         check_top_width(component, dut, cfg)   # before anything is written
-        text = _convert(component, dut, spec.top, cfg)
+        convert = functools.partial(_convert, component, cfg=cfg)
+        if hierarchical:
+            from .instances import hierarchical_verilog
+
+            h = hierarchical_verilog(dut, spec.top, convert)
+            text, meta = h.text, {**meta, "modules": h.summary()}
+        else:
+            text = convert(dut, spec.top)
         d.mkdir(parents=True, exist_ok=True)
         write_atomic(e.verilog, text)
         write_atomic(e.filelist, f"{e.verilog.name}\n")

@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["GENERIC_WAIVERS", "PortAlias", "submodule_port_aliases", "copy_aliases", "waiver_text"]
+__all__ = ["GENERIC_WAIVERS", "PortAlias", "module_headers", "submodule_port_aliases", "copy_aliases", "waiver_text"]
 
 GENERIC_WAIVERS = Path(__file__).with_name("verilator_waivers.vlt")
 
@@ -52,10 +52,17 @@ class PortAlias:
     port: str
 
 
+def module_headers(text: str) -> dict[str, frozenset]:
+    """The modules an Amaranth Verilog file defines, in file order (escaped names without their backslash), each with
+    its port names (Amaranth writes a plain port list in the header)."""
+    return {_name(m.group(1)): frozenset(p.strip() for p in m.group(2).split(",") if p.strip())
+            for m in _MODULE.finditer(text)}
+
+
 def submodule_port_aliases(text: str) -> list[PortAlias]:
     """Every submodule port alias wire of an Amaranth Verilog file, in file order."""
     headers = list(_MODULE.finditer(text))
-    ports = {_name(m.group(1)): {p.strip() for p in m.group(2).split(",") if p.strip()} for m in headers}
+    ports = module_headers(text)
     lines = text.splitlines()
     out = []
     for k, m in enumerate(headers):

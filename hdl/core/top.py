@@ -16,6 +16,7 @@ from amaranth.lib.wiring import In, Out
 from vrex.hdl.dre.top import DRE
 from vrex.hdl.dre.kvmu.axi import axi4_signature, connect_port, drive_constants
 from ..lxe.lxe import LXE
+from ..lxe.parts import Built, part, part_members
 from ..unused import silence_unused
 from .geometry import CoreGeometry
 from .sequencer import Sequencer
@@ -39,7 +40,8 @@ class Core(wiring.Component):
     def __init__(self, cfg, *, external=False):
         self.external = external
         self._geometry = CoreGeometry.from_config(cfg)
-        self._subs = {"lxe": LXE.from_config(cfg), "dre": DRE.from_config(cfg, constant_fields=False)}
+        self._lxe, self._dre = LXE.from_config(cfg), DRE.from_config(cfg, constant_fields=False)
+        self._subs = {"lxe": Built(self._lxe), "dre": Built(self._dre)}
         lx, dr = (s.signature.members for s in self._subs.values())
         g = self._geometry
         self._ports = {**{n: _stream(lx[n]) for n in LXE_STREAMS}, **{n: _stream(dr[n]) for n in DRE_STREAMS}}
@@ -55,10 +57,9 @@ class Core(wiring.Component):
             **{n: dr[n] for n in self._controls}, "clear": In(1),
             "status": Out(wiring.Signature({"dre": Out(dr["status"].signature), "core": Out(sq["status"].signature)})),
         }
+        members.update(part_members(self._subs, external))
         if external:
-            for name, sub in self._subs.items():
-                members[name] = In(sub.signature)
-                silence_unused(sub)               # built for its signature only: the glue leaves it out
+            silence_unused([self._lxe, self._dre])   # built for their signatures only: the glue leaves them out
         super().__init__(members)
 
     @classmethod
@@ -73,13 +74,12 @@ class Core(wiring.Component):
         """The sequencer's FSM states (name -> the signal that is high while it is active), once elaborated."""
         return self._seq.states
 
+    def hierarchy_parts(self) -> dict:
+        return dict(self._subs)
+
     def elaborate(self, platform):
         m = Module()
-        if self.external:
-            lxe, dre = (wiring.flipped(getattr(self, n)) for n in ("lxe", "dre"))
-        else:
-            m.submodules.lxe = lxe = self._subs["lxe"]
-            m.submodules.dre = dre = self._subs["dre"]
+        lxe, dre = (part(m, self, name, self._subs[name], self.external) for name in ("lxe", "dre"))
         m.submodules.sequencer = seq = self._seq
         for name in ("dpe_i", "vpe_i", "sram_cmd"):
             wiring.connect(m, getattr(seq, name), getattr(lxe, name))

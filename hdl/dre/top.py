@@ -12,6 +12,7 @@ from vrex.hdl.dre.hcu import HCU
 from vrex.hdl.dre.kvmu import KVMU, KVMU_COUNTERS
 from vrex.hdl.dre.kvmu.axi import axi4_signature, connect_port, drive_constants
 from vrex.hdl.dre.wtu.linear import WTU
+from vrex.hdl.lxe.parts import Built, part, part_members
 from vrex.hdl.unused import silence_unused
 
 __all__ = ["DRE", "DRE_COUNTERS"]
@@ -99,15 +100,15 @@ class DRE(wiring.Component):
             "threshold": h["threshold"], "clear": In(1), "status": Out(wiring.Signature(status)),
         }
         members.update({name: w[name] for name in ("ratio", "k") if name in w})
+        self._subs = {"hcu": Built(self._hcu), "wtu": Built(self._wtu), "kvmu": Built(self._kvmu)}
+        members.update(part_members(self._subs, external))
         if external:
-            for name, sub in self._subs.items():
-                members[name] = In(sub.signature)
-                silence_unused(sub)               # built for its signature only: the glue leaves it out
+            # built for their signatures only: the glue leaves them out
+            silence_unused([self._hcu, self._wtu, self._kvmu])
         super().__init__(members)
 
-    @property
-    def _subs(self) -> dict:
-        return {"hcu": self._hcu, "wtu": self._wtu, "kvmu": self._kvmu}
+    def hierarchy_parts(self) -> dict:
+        return dict(self._subs)
 
     @classmethod
     def from_config(cls, cfg, *, constant_fields: bool = True, external: bool = False):
@@ -120,12 +121,7 @@ class DRE(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        if self.external:
-            hcu, wtu, kvmu = (wiring.flipped(getattr(self, n)) for n in ("hcu", "wtu", "kvmu"))
-        else:
-            m.submodules.hcu = hcu = self._hcu
-            m.submodules.wtu = wtu = self._wtu
-            m.submodules.kvmu = kvmu = self._kvmu
+        hcu, wtu, kvmu = (part(m, self, name, self._subs[name], self.external) for name in ("hcu", "wtu", "kvmu"))
         for name in ("ctrl", "tokens", "masks"):
             wiring.connect(m, wiring.flipped(getattr(self, f"kvmu_{name}")), getattr(kvmu, name))
         wiring.connect(m, kvmu.resp, wiring.flipped(self.kvmu_resp))

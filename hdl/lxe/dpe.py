@@ -101,6 +101,9 @@ class DPE(wiring.Component):
     def from_config(cls, cfg, *, external=False):
         return cls(**cls.config_args(cfg), external=external)
 
+    def hierarchy_parts(self) -> dict:
+        return dict(self._trees)
+
     def elaborate(self, platform):
         m = Module()
         trees = [part(m, self, name, sub, self.external) for name, sub in self._trees.items()]

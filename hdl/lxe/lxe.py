@@ -34,6 +34,9 @@ class LXE(wiring.Component):
     def from_config(cls, cfg, *, external=False):
         return cls(cfg, external=external)
 
+    def hierarchy_parts(self) -> dict:
+        return dict(self._parts)
+
     def elaborate(self, platform):
         m = Module()
         dpe = part(m, self, "dpe", self._parts["dpe"], self.external)

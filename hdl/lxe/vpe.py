@@ -344,6 +344,9 @@ class VPE(wiring.Component):
     def from_config(cls, cfg, *, external=False):
         return cls(**cls.config_args(cfg), external=external)
 
+    def hierarchy_parts(self) -> dict:
+        return dict(self._lanes)
+
     def elaborate(self, platform):
         m = Module()
         lanes = [part(m, self, name, sub, self.external) for name, sub in self._lanes.items()]
