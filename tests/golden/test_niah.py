@@ -393,9 +393,11 @@ def test_the_cli_runs_a_small_grid_end_to_end_and_resumes_from_saved_cells(tiny,
             "--needles", "coffee,rocket", "--kinds", "what,first", "--rotations", "2",
             "--methods", "full,resv,rekv,rekv@0.5,needle_oracle", "--clips", "carphone_pristine", "--fps", "2",
             "--json", str(out), "-o", str(tmp_path / "plots"), "-q"]
+    monkeypatch.setattr("vrex.golden.cpu.native_bfloat16", lambda: False)   # a CPU that emulates bfloat16
     assert main(args) == 0
     printed = capsys.readouterr().out
     assert "niah method" in printed and "95% CI" in printed and "targets (issues 23, 32) of resv" in printed
+    assert "no native bfloat16" in printed and "--dtype float32 runs faster" in printed
     import json
 
     r = json.loads(out.read_text())
@@ -405,6 +407,7 @@ def test_the_cli_runs_a_small_grid_end_to_end_and_resumes_from_saved_cells(tiny,
     assert checked["frame traffic"]["bound"] == pytest.approx(rekv_frame / 3)
     assert set(r["methods"]) == {"full", "resv", "rekv", "rekv@0.5", "needle_oracle"}
     assert r["model"]["name"] and "sha256" in r["model"]          # the model's facts, found under its dtype
+    assert r["spec"]["dtype"] == "bfloat16"                         # the default: the model's trained precision
     asked = [q for q in r["questions"] if q["method"] == "resv"]
     # 2 haystacks × (2 what + 1 first); one needle of each haystack sits in the window: its questions are controls
     assert len(asked) == 6 and sorted((str(q["depth"]) for q in asked if q["kind"] == "what")) == ["0.5", "0.5",
