@@ -24,6 +24,8 @@ import os
 import time
 from pathlib import Path
 
+from filelock import FileLock
+
 from vrex.errors import VrexError
 from vrex.paths import build_dir, build_root, git_revision, pdk_dir
 from vrex.tools import find, recording_retries
@@ -149,6 +151,23 @@ def component_figures(name: str, cfg, *, liberty: str | None = None, clock_mhz: 
         if cached is not None:
             say(f"cached record {cache}")
         return cached
+    # One computation per component and config at a time, across processes: every record of the folder maps, times
+    # and simulates in the same work directories (<lib>-<clock>/, saif_run/), so two test workers or report jobs
+    # computing figures of one part at once would overwrite each other's netlists and SAIF files. The second waits,
+    # then takes the record the first cached.
+    with FileLock(folder / ".compute.lock"):
+        cached = read_json_cache(cache) if use_cache else None
+        if cached is not None:
+            say(f"cached record {cache} (computed by another process meanwhile)")
+            return cached
+        return _compute_record(name, cfg, spec, emitted, lib, clock, folder, cache, missing, sta_ok=sta_ok,
+                               verilator_ok=verilator_ok, activity=activity, n_txn=n_txn, stimulus=stimulus,
+                               p_valid=p_valid, p_ready=p_ready, say=say)
+
+
+def _compute_record(name, cfg, spec, emitted, lib, clock, folder, cache, missing, *, sta_ok, verilator_ok, activity,
+                    n_txn, stimulus, p_valid, p_ready, say) -> dict:
+    """Compute the figures record of :func:`component_figures` (its lock held) and cache it."""
     say("generic Yosys figures")
     with recording_retries() as retries:
         record = {"component": name, "top": emitted.top, "description": spec.description, "config": cfg.name,

@@ -328,3 +328,35 @@ def test_auto_clock_constraint_is_the_target_at_the_library_node():
     assert constraint_clock(tech, asap7, override=250.0) == 250.0
     assert constraint_clock(TINY.with_overrides({"technology.clock_mhz": 100.0}).technology, asap7) == 100.0
     assert constraint_clock(tech, None) == 100.0
+
+
+def test_two_callers_computing_one_record_compute_it_once(monkeypatch):
+    """Figures of one part computed at once by two callers (test workers, report jobs) share work directories: the
+    second waits on the folder's lock and takes the record the first cached, instead of overwriting its files."""
+    import threading
+    import time
+
+    import vrex.synth.figures as figures
+
+    calls = []
+
+    def slow_compute(name, cfg, spec, emitted, lib, clock, folder, cache, missing, **kw):
+        calls.append(name)
+        time.sleep(0.5)                         # long enough for the second caller to reach the lock
+        record = {"component": name, "computed_by": threading.get_ident()}
+        figures.write_json_atomic(cache, record)
+        return record
+
+    monkeypatch.setattr(figures, "_compute_record", slow_compute)
+    txn = 1 + int(time.time() * 1000) % 100000  # a key no earlier run cached
+    out = [None, None]
+
+    def one(i):
+        out[i] = component_figures("hamming_lanes", TINY, transactions=txn)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert calls == ["hamming_lanes"] and out[0] == out[1] and out[0]["component"] == "hamming_lanes"
