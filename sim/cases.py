@@ -36,8 +36,9 @@ EXP2 = {"resv.score_transform": "exp2", "dre.wtu.mode": "histogram"}
 OFFLOADED = {"resv.threshold_mass": "offloaded"}
 LINEAR = {"resv.score_transform": "shift_min", "dre.wtu.mode": "early_exit", **OFFLOADED}
 # The row-mass threshold (resv.threshold_mass = row, docs/formats.md §WTU row mass) on the exp2 datapath: the score beats
-# carry each row's resident input; p = 0.9 in both stages (the ratio input the benches drive).
-ROW_MASS = {**EXP2, "resv.threshold_mass": "row", "resv.row_mass_p": 0.9, "resv.text_row_mass_p": 0.9}
+# carry each row's resident input; p = 0.9 in frame steps and 0.99 in question and answer steps, the shipped pair
+# (docs/decisions.md P1-P4; the ratio input the benches drive per job's stage).
+ROW_MASS = {**EXP2, "resv.threshold_mass": "row", "resv.row_mass_p": 0.9, "resv.text_row_mass_p": 0.99}
 
 HAMMING_LANES_CASES = [
     Case("tiny-16b-4lanes", "tiny"),

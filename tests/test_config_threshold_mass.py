@@ -35,10 +35,26 @@ def test_added_keys_at_their_old_behaviour_leave_the_hash_alone():
         assert (cfg.hash() == old.hash()) == (cfg is old), name
     edge = load_config("edge").with_overrides({"resv.threshold_mass": "offloaded"})
     moved = {edge.with_overrides({k: v}).hash() for k, v in (("resv.threshold_mass", "row"),
-                                                            ("resv.row_mass_p", 0.8),
-                                                            ("resv.text_row_mass_p", 0.8),
                                                             ("dre.wtu.resident_sum_bits", 30))}
-    assert len(moved) == 4 and edge.hash() not in moved
+    assert len(moved) == 2 and edge.hash() not in moved
+    # the row rule's p move the hash under the row rule only: under offloaded they have no effect
+    row = load_config("edge")
+    assert len({row.with_overrides({k: 0.8}).hash() for k in ("resv.row_mass_p", "resv.text_row_mass_p")}
+               | {row.hash()}) == 3
+    assert {edge.with_overrides({k: 0.8}).hash() for k in ("resv.row_mass_p", "resv.text_row_mass_p")} == {edge.hash()}
+
+
+def test_the_text_p_default_moved_the_row_configs_only():
+    """text_row_mass_p went 0.9 -> 0.99 (decisions P1-P4): a row config at 0.9 keeps its hash of then, an offloaded
+    config (on which p has no effect) keeps its hash whatever p holds, and the new default is a new hash."""
+    edge = load_config("edge")
+    assert (edge.resv.row_mass_p, edge.resv.text_row_mass_p) == (0.9, 0.99)
+    assert edge.with_overrides({"resv.text_row_mass_p": 0.9}).hash() == "3e66ba34d0c4"     # the edge of stop 28
+    assert edge.hash() != "3e66ba34d0c4"
+    tiny = load_config("tiny")
+    assert tiny.resv.threshold_mass == "offloaded"
+    assert {tiny.with_overrides({k: v}).hash() for k, v in (("resv.text_row_mass_p", 0.9), ("resv.row_mass_p", 0.5),
+                                                            ("resv.text_row_mass_p", 0.99))} == {tiny.hash()}
 
 
 @pytest.mark.parametrize("text, message", [

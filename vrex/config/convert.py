@@ -21,12 +21,15 @@ def _to_plain(obj):
 
 def _hashed_plain(obj) -> dict:
     """The plain dict of a section that ``Config.hash`` digests: :func:`_to_plain`, without the fields that hold their
-    ``omit_from_hash_at`` value (fields.param)."""
+    ``omit_from_hash_at`` value and those whose ``hashed_only_if`` condition does not hold (fields.param)."""
     out = {}
     for f in dataclasses.fields(obj):
         v = getattr(obj, f.name)
+        only_if = f.metadata.get("hashed_only_if")
         if dataclasses.is_dataclass(v):
             out[f.name] = _hashed_plain(v)
+        elif only_if is not None and getattr(obj, only_if[0]) != only_if[1]:
+            continue
         elif "omit_from_hash_at" not in f.metadata or v != f.metadata["omit_from_hash_at"]:
             out[f.name] = _to_plain(v)
     return out

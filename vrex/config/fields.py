@@ -11,16 +11,22 @@ from ..errors import ConfigError
 _HASHED = object()
 
 
-def param(default, doc, *, min=None, max=None, unit=None, omit_from_hash_at=_HASHED):
+def param(default, doc, *, min=None, max=None, unit=None, omit_from_hash_at=_HASHED, hashed_only_if=None):
     """A config field with its documentation and bounds (inclusive).
 
     ``omit_from_hash_at``: for a key added after configs were hashed, the value that reproduces the behaviour from
     before the key existed; while the field holds it, :meth:`Config.hash` leaves the key out, so adding the key moved
     no config's hash (docs/decisions.md, "Config hash of added keys"). It is a fixed value, not the default: a later
-    change of the default still changes the hash of every config that holds the new default."""
+    change of the default still changes the hash of every config that holds the new default.
+
+    ``hashed_only_if``: ``(sibling field, value)``: the key takes part in the hash only while that field of the same
+    section holds that value, for a key that has no effect otherwise (the row rule's p under the offloaded rule), so a
+    config whose behaviour does not change keeps its hash when the key's default does."""
     meta = {"doc": doc, "min": min, "max": max, "unit": unit}
     if omit_from_hash_at is not _HASHED:
         meta["omit_from_hash_at"] = omit_from_hash_at
+    if hashed_only_if is not None:
+        meta["hashed_only_if"] = hashed_only_if
     if isinstance(default, (list, dict)):
         raise TypeError("use tuples for sequence defaults")
     return field(default=default, metadata=meta)
