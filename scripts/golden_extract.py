@@ -21,6 +21,20 @@ from vrex.perf.inputs import dig, load_json
 from vrex.perf.per_model import check_extract, extract_report
 
 
+def shipped_rule(report: dict) -> str:
+    """The selection rule of the built-in config the report names, in words (``row p 0.9 / 0.99``); a report whose
+    config hash is not that config's as shipped now is refused: its ratios belong to another rule or model."""
+    from vrex.config import load_config
+    from vrex.golden.evaluation.targets import rule_label
+
+    name, digest = report.get("config"), report.get("config_hash")
+    cfg = load_config(name)
+    if cfg.hash() != digest:
+        raise VrexError(f"the report was made with config {name} hash {digest}, but {name} ships as {cfg.hash()} now; "
+                        f"rerun its vrex golden command on the current config.")
+    return rule_label(cfg)
+
+
 def source_sentence(report: dict, command: str, wall: float, git: str, date: str) -> str:
     trace, run = report.get("trace", {}), report.get("run", {})
     model = dig(trace, "model", "description") or dig(trace, "model", "name") or "?"
@@ -29,8 +43,8 @@ def source_sentence(report: dict, command: str, wall: float, git: str, date: str
     layer_text = (f"all {total} layers" if len(layers) == total else
                   f"layers {','.join(str(x) for x in layers)} of {total}")
     tools, kv = trace.get("tools", {}), trace.get("kv_heads")
-    return (f"Extract of a golden report of {model} under the shipped row-mass rule of config {report.get('config')} "
-            f"(resv.threshold_mass row, p 0.9 / 0.9): `{command}` ({trace.get('tokens')} "
+    return (f"Extract of a golden report of {model} under the shipped rule of config {report.get('config')} "
+            f"({shipped_rule(report)}, frame / text): `{command}` ({trace.get('tokens')} "
             f"tokens, {layer_text} x {kv} KV head{'s' if kv != 1 else ''}, offline), config hash "
             f"{report.get('config_hash')}, git {git}, {date}; {wall:.0f} s wall on a shared 2-core machine "
             f"(evaluation {run.get('seconds', 0):.0f} s), torch {tools.get('torch', run.get('torch'))}, transformers "
