@@ -6,6 +6,7 @@ import hashlib
 import json
 import re
 
+from .coarse import coarse_pass, coarse_script
 from .memories import find_memories, swap_srams
 from .yosys import STRUCTURAL_CHECK, read_stat, run_yosys, synthesis_source
 
@@ -47,18 +48,14 @@ def generic_figures(emitted) -> dict:
     ``sram`` every memory an SRAM macro would serve (synchronous reads, at least ``sram_min_bits`` bits) is kept
     out of the logic figures as a blackbox and listed under ``sram_memories`` with its words × bits; smaller or
     asynchronous memories, and every memory with ``flops``, are synthesised as registers and counted.
-    Results are cached in the emitted folder keyed by the Verilog's content and the script.
+    The coarse pass is shared with the library mapping (:mod:`vrex.synth.coarse`). Results are cached in the
+    emitted folder keyed by the Verilog's content and the scripts.
     """
     d = emitted.directory
     cache = d / "generic.json"
     top = emitted.top
     mode, min_bits = _memory_policy(emitted)
-    coarse = f"""\
-read_verilog -sv {synthesis_source(emitted.verilog, d, mode, min_bits)}
-hierarchy -check -top {top}
-{STRUCTURAL_CHECK}synth -top {top} -run :fine
-write_json generic_coarse.json
-"""
+    coarse = coarse_script(synthesis_source(emitted.verilog, d, mode, min_bits), top)
     fine = f"""\
 hierarchy -check -top {top}
 flatten
@@ -82,8 +79,7 @@ tee -q -o generic_cmos.json stat -json -tech cmos
                 return data["figures"]
         except (json.JSONDecodeError, KeyError):
             pass
-    run_yosys(coarse, d, "generic_coarse")
-    design = json.loads((d / "generic_coarse.json").read_text())
+    design = json.loads(coarse_pass(emitted, mode, min_bits).generic.read_text())
     srams = [m for m in find_memories(design, mode, min_bits) if m.kind == "sram"]
     source, read_macros = swap_srams(design, srams, d, prefix="generic_")
     run_yosys(f"{read_macros}read_json {source}\n{fine}", d, "generic")

@@ -1,10 +1,12 @@
 """Map an emitted component onto a Liberty library with Yosys: area per hierarchy level and a flat netlist.
 
-Two Yosys runs, both in one folder per (component, config, library, clock) so that every path is relative:
+Two Yosys runs; the second in one folder per (component, config, library, clock) so that every path is relative:
 
 1. **coarse** — ``synth -run :fine`` keeps the hierarchy and leaves every memory as a ``$mem_v2`` cell
    (``memory -nomap``); the design is written as JSON. vrex reads each memory's shape (words × bits, read and
-   write ports, synchronous read or not) and the nets of its enables from that JSON.
+   write ports, synchronous read or not) and the nets of its enables from that JSON. This pass needs no library:
+   it runs once per emitted Verilog, shared with the generic figures (:mod:`vrex.synth.coarse`), and its
+   ``coarse.json`` is copied into the folder.
 2. **map** — with ``technology.memories: sram`` each memory of at least ``technology.sram_min_bits`` bits with
    only synchronous read ports becomes an instance of a generated macro cell ``vrex_sram_<n>`` (a blackbox in
    Yosys, a Liberty cell with area and timing arcs for OpenSTA, see :mod:`vrex.synth.memories`); the others are
@@ -28,13 +30,15 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from vrex.errors import ToolFailedError
 
+from .coarse import coarse_pass
 from .memories import MemoryInfo, find_memories, macro_liberty, swap_srams
-from .yosys import read_stat, run_yosys_once, synthesis_source
+from .yosys import read_stat, run_yosys_once
 
 __all__ = ["MappedDesign", "abc_delay_target_ps", "liberty_args", "map_design"]
 
@@ -102,16 +106,8 @@ def map_design(emitted, lib, cfg, work: Path, *, clock_mhz: float, sram_model=No
     work.mkdir(parents=True, exist_ok=True)
     lib.copy_into(work)
     tech = cfg.technology
-    verilog = synthesis_source(emitted.verilog, work, tech.memories, tech.sram_min_bits)
     top = emitted.top
-    run_yosys_once(f"""\
-read_verilog -sv {verilog}
-hierarchy -check -top {top}
-synth -top {top} -run :fine
-opt_expr -mux_bool -mux_undef
-opt_clean
-write_json coarse.json
-""", work, "coarse", [verilog], ["coarse.json"])
+    shutil.copyfile(coarse_pass(emitted, tech.memories, tech.sram_min_bits).library, work / "coarse.json")
     design = json.loads((work / "coarse.json").read_text())
     memories = find_memories(design, tech.memories, tech.sram_min_bits)
     srams = [m for m in memories if m.kind == "sram"]
