@@ -88,6 +88,11 @@ def _dre_parts(cfg):
     return {"hcu": 1, "wtu": 1, "kvmu": 1} if cfg.technology.dre_figures == "hierarchical" else None
 
 
+def _core_parts(cfg):
+    """The core's parts: the LXE and the DRE, and with ``resv.threshold_mass = row`` the resident-mass unit."""
+    return {"lxe": 1, "dre": 1, **({"resident_mass": 1} if cfg.resv.threshold_mass == "row" else {})}
+
+
 def parts_of(spec: ComponentSpec, cfg) -> dict | None:
     """The parts (component -> count) whose figures make up ``spec``'s for ``cfg``, or None when it is synthesised
     whole."""
@@ -125,8 +130,8 @@ def _register_lxe():
 
     register(ComponentSpec("core", "vrex_core", "V-Rex core: LXE (DPE + VPE + SRAM), DRE (HCU + WTU + KVMU) and the "
                                                 "retrieval-path sequencer with its HC-table AXI4 master",
-                           Core.from_config, parts=lambda cfg: {"lxe": 1, "dre": 1}, glue="core_glue"))
-    register(ComponentSpec("core_glue", "vrex_core_glue", "core without LXE and DRE (the sequencer and the wiring)",
+                           Core.from_config, parts=_core_parts, glue="core_glue"))
+    register(ComponentSpec("core_glue", "vrex_core_glue", "core without LXE, DRE and resident-mass unit (the sequencer and the wiring)",
                            _glue(Core.from_config), hidden=True))
 
 

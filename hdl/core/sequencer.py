@@ -46,7 +46,7 @@ from .muxes import onehot, select
 from .phases import build_fsm
 from .routes import DPE, KEY, M_ADD, M_HASH, M_MUL, M_SCORE, REC, WBUF, WTU
 from .reciprocal import Reciprocal
-from .resident_mass import ResidentMass, resident_mass_layout
+from .resident_mass import resident_mass_layout
 from .resize import Resize
 
 __all__ = ["Sequencer", "SEQUENCER_COUNTERS", "PHASES"]
@@ -69,13 +69,20 @@ def _u(x, bits):
 class Sequencer(wiring.Component):
     """See the module docstring. ``ports``: the stream signatures of the LXE and DRE ports the sequencer drives or
     consumes (``dpe_i``, ``dpe_o``, ``vpe_i``, ``vpe_o``, ``sram_cmd``, ``sram_rdata``, ``codes``, ``assignments``,
-    ``counts``, ``scores``, ``selection``, ``kvmu_ctrl``, ``kvmu_tokens``, ``kvmu_masks``, ``kvmu_resp``)."""
+    ``counts``, ``scores``, ``selection``, ``kvmu_ctrl``, ``kvmu_tokens``, ``kvmu_masks``, ``kvmu_resp``).
+    ``resident``: with ``resv.threshold_mass = row``, the signature of the core's resident-mass unit
+    (hdl/core/resident_mass.py), which the sequencer drives through its ``resident_unit`` member (the unit is a part
+    of the core, beside the LXE and the DRE, so that hierarchical figures measure it once, alone)."""
 
-    def __init__(self, g: CoreGeometry, ports: dict):
+    def __init__(self, g: CoreGeometry, ports: dict, resident=None):
         self._g = g
         p = ports
+        if (resident is None) != (g.resident is None):
+            raise ValueError("the sequencer needs the resident-mass unit's signature exactly when "
+                             "resv.threshold_mass = row")
         status = {name: Out(g.counter_bits) for name in SEQUENCER_COUNTERS} | {"busy": Out(1)}
-        super().__init__({
+        unit = {} if resident is None else {"resident_unit": In(resident)}
+        super().__init__({**unit,
             "cmd": In(stream.Signature(command_layout(g))), "resp": Out(stream.Signature(response_layout(g))),
             "host_cmd": In(p["sram_cmd"]), "host_rdata": Out(p["sram_rdata"]),
             "sram_cmd": Out(p["sram_cmd"]), "sram_rdata": In(p["sram_rdata"]),
@@ -317,7 +324,7 @@ class Sequencer(wiring.Component):
         # ==== resident input (resv.threshold_mass = row): resident-key scores -> the WTU's (res_max, res_sum) =====
         if g.resident is not None:
             rg = g.resident
-            m.submodules.resident_mass = rmu = ResidentMass(rg)
+            rmu = self.resident_unit   # the core's resident-mass unit, seen from its driver
             pair_layout = resident_mass_layout(rg)
             m.submodules.pairs = pairs = Memory(shape=pair_layout, depth=max(2, g.rows), init=[])
             pair_w, pair_r = pairs.write_port(), pairs.read_port(domain="comb")

@@ -5,8 +5,10 @@ Ports: the sequencer's command and response streams, the host's access to the LX
 HCU's assignments and the WTU's row and group masks (forwarded: the HC-table log and the selections), the
 KVMU's three AXI4 masters (``kvmu_dev``, ``kvmu_host``, ``kvmu_tbl``) and the sequencer's HC-table master (``hct``), the DRE's
 control inputs (``threshold``, ``ratio`` or ``k``, and any the WTU adds), ``clear`` and the status counters of the
-DRE and the sequencer. With ``external=True`` the component is the core's *glue* (the sequencer and the wiring):
-the LXE and the DRE become ports (``lxe``, ``dre``) for hierarchical figures.
+DRE and the sequencer. With ``resv.threshold_mass = row`` the resident-mass unit (hdl/core/resident_mass.py) is a
+third part beside them, driven by the sequencer. With ``external=True`` the component is the core's *glue* (the
+sequencer and the wiring): the LXE, the DRE and the resident-mass unit become ports (``lxe``, ``dre``,
+``resident_mass``) for hierarchical figures.
 """
 
 from amaranth import Module
@@ -19,6 +21,7 @@ from ..lxe.lxe import LXE
 from ..lxe.parts import Built, part, part_members
 from ..unused import silence_unused
 from .geometry import CoreGeometry
+from .resident_mass import ResidentMass
 from .sequencer import Sequencer
 
 __all__ = ["Core"]
@@ -44,8 +47,11 @@ class Core(wiring.Component):
         self._subs = {"lxe": Built(self._lxe), "dre": Built(self._dre)}
         lx, dr = (s.signature.members for s in self._subs.values())
         g = self._geometry
+        rmu = None if g.resident is None else ResidentMass(g.resident)
+        if rmu is not None:
+            self._subs["resident_mass"] = Built(rmu)
         self._ports = {**{n: _stream(lx[n]) for n in LXE_STREAMS}, **{n: _stream(dr[n]) for n in DRE_STREAMS}}
-        self._seq = Sequencer(self._geometry, self._ports)
+        self._seq = Sequencer(self._geometry, self._ports, None if rmu is None else rmu.signature)
         sq = self._seq.signature.members
         self._controls = [n for n, mem in dr.items() if mem.is_port and mem.flow == In and n != "clear"]
         members = {
@@ -59,7 +65,7 @@ class Core(wiring.Component):
         }
         members.update(part_members(self._subs, external))
         if external:
-            silence_unused([self._lxe, self._dre])   # built for their signatures only: the glue leaves them out
+            silence_unused([sub.component for sub in self._subs.values()])   # built for their signatures only
         super().__init__(members)
 
     @classmethod
@@ -81,6 +87,9 @@ class Core(wiring.Component):
         m = Module()
         lxe, dre = (part(m, self, name, self._subs[name], self.external) for name in ("lxe", "dre"))
         m.submodules.sequencer = seq = self._seq
+        if "resident_mass" in self._subs:
+            wiring.connect(m, seq.resident_unit, part(m, self, "resident_mass", self._subs["resident_mass"],
+                                                      self.external))
         for name in ("dpe_i", "vpe_i", "sram_cmd"):
             wiring.connect(m, getattr(seq, name), getattr(lxe, name))
         for name in ("dpe_o", "vpe_o", "sram_rdata"):
