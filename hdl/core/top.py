@@ -47,7 +47,7 @@ class Core(wiring.Component):
         self._subs = {"lxe": Built(self._lxe), "dre": Built(self._dre)}
         lx, dr = (s.signature.members for s in self._subs.values())
         g = self._geometry
-        rmu = None if g.resident is None else ResidentMass(g.resident)
+        self._rmu = rmu = None if g.resident is None else ResidentMass(g.resident)
         if rmu is not None:
             self._subs["resident_mass"] = Built(rmu)
         self._ports = {**{n: _stream(lx[n]) for n in LXE_STREAMS}, **{n: _stream(dr[n]) for n in DRE_STREAMS}}
