@@ -181,3 +181,20 @@ def test_a_step_whose_scratch_does_not_fit_the_sram_is_refused():
     cfg = Case("small-sram", base.base, {**base.overrides, "lxe.sram_kib": 4}).config()
     with pytest.raises(VrexError, match=r"needs \d+ SRAM lines .* but the LXE SRAM has 256 \(lxe.sram_kib = 4\)"):
         make_bench(cfg, n=4)
+
+
+def test_the_resident_mass_unit_is_a_part_of_the_core_exactly_with_the_row_rule():
+    """decisions X8: with the row rule the core's parts are the LXE, the DRE and the resident-mass unit (measured
+    alone, once), and the core glue holds no resident-mass unit of its own; the offloaded rule has none."""
+    from vrex.config import load_config
+    from vrex.hdl.registry import get_component, parts_of
+    from vrex.hdl.unused import silence_unused
+
+    row, offloaded = BY_ID["core-tiny-row"].config(), load_config("tiny")
+    assert parts_of(get_component("core"), row) == {"lxe": 1, "dre": 1, "resident_mass": 1}
+    assert parts_of(get_component("core"), offloaded) == {"lxe": 1, "dre": 1}
+    core, glue = Core.from_config(row), Core.from_config(row, external=True)
+    assert set(core.hierarchy_parts()) == {"lxe", "dre", "resident_mass"}
+    assert "resident_mass" in glue.signature.members and "resident_mass" not in core.signature.members
+    assert "resident_unit" in core._seq.signature.members
+    silence_unused([core, glue])

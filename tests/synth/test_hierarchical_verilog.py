@@ -79,8 +79,9 @@ def test_the_edge_core_has_one_module_per_distinct_part():
     rows = {r["module"]: r for r in hierarchical_verilog(Core.from_config(edge), "vrex_core", stub).summary()}
     assert rows["vrex_core__mac_tree"]["instances"] == edge.lxe.dpe_trees == 64
     assert rows["vrex_core__vpe_lane"]["instances"] == edge.lxe.lanes
+    # the edge ships the row rule: the resident-mass unit is a part of the core beside the LXE and the DRE (X8)
     assert set(rows) == {"vrex_core", *(f"vrex_core__{p}" for p in ("lxe", "dre", "dpe", "vpe", "mac_tree", "vpe_lane",
-                                                                     "hcu", "exp_wtu", "kvmu"))}
+                                                                     "hcu", "exp_wtu", "kvmu", "resident_mass"))}
     assert all(r["instances"] == 1 for n, r in rows.items() if n not in ("vrex_core__mac_tree", "vrex_core__vpe_lane"))
 
 
