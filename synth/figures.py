@@ -214,7 +214,7 @@ def _library_figures(record, name, cfg, emitted, lib, clock, folder, missing, *,
     from .register_overhead import register_overhead_ps
     from .saif import activity_tcl, read_saif, tie_constants
     from .sram import sram_model
-    from .sta import run_power, run_timing
+    from .sta import run_power, run_timing_and_power
 
     tech = cfg.technology
     record["liberty"] = lib.identity()
@@ -239,8 +239,8 @@ def _library_figures(record, name, cfg, emitted, lib, clock, folder, missing, *,
             missing[key] = reason
     else:
         say("timing and default-activity power (OpenSTA)")
-        record["timing"] = run_timing(mapped, lib, clock, tech)
-        default = run_power(mapped, lib, clock, tech, default_activity=tech.default_activity)
+        record["timing"], default = run_timing_and_power(mapped, lib, clock, tech,
+                                                         default_activity=tech.default_activity)
         record["power_default_activity_mw"] = _add_memory_power(
             default, mapped.memories, lambda n: (0.5, "default duty 0.5"), clock, "default",
             activity=tech.default_activity)

@@ -138,16 +138,22 @@ dfflibmap {seq}{dont}
 abc {libs}{dont} -constr abc.constr -D {target_ps:.0f}{_abc_script(tech.synth_effort, target_ps)}
 opt_clean
 tee -q -o mapped_stat.json stat -json -top {top} {stat_libs}
-write_json mapped.json
+select * %C
+write_json -selected hierarchy.json
+select -clear
 flatten
 opt_clean
 write_verilog -noattr -noexpr -nohex -nodec -simple-lhs netlist.v
 """, work, "map", [source, "abc.constr", *(f.name for f in lib.files), *(["macros.v", "macros.lib"] if srams else [])],
-              ["mapped_stat.json", "mapped.json", "netlist.v"])
+              ["mapped_stat.json", "hierarchy.json", "netlist.v"])
     stats = json.loads((work / "mapped_stat.json").read_text())
     modules = {_module_name(k): v for k, v in stats["modules"].items()}
-    mapped = json.loads((work / "mapped.json").read_text())["modules"]
     macro_area = {m.macro: m.area_lib_um2 for m in srams}
+    # The instances of the design's own modules, per module (``select * %C``: the mapped design's cells are
+    # written only where their type is a module of the design, not a library cell; 161 MB of JSON for the edge
+    # DPE glue became a few kB). A module with no such instance is absent.
+    mapped = json.loads((work / "hierarchy.json").read_text())["modules"]
+    known = set(modules) | set(macro_area)
     mem_by_module: dict[str, list[MemoryInfo]] = {}
     for m in srams:
         mem_by_module.setdefault(m.module, []).append(m)
@@ -155,7 +161,7 @@ write_verilog -noattr -noexpr -nohex -nodec -simple-lhs netlist.v
 
     def children(module: str) -> list[tuple[str, str]]:
         return [(_module_name(cname), cell["type"]) for cname, cell in mapped.get(module, {}).get("cells", {}).items()
-                if cell["type"] in mapped and cell["type"] not in macro_area]
+                if _module_name(cell["type"]) in known and cell["type"] not in macro_area]
 
     def own(module: str, key: str) -> float:
         """`stat -top` reports hierarchical figures per module: subtract the child modules'."""
@@ -175,13 +181,13 @@ write_verilog -noattr -noexpr -nohex -nodec -simple-lhs netlist.v
         breakdown[path] = area
         seq_area += own(module, "sequential_area")
         for t, n in (modules.get(_module_name(module), {}).get("num_cells_by_type") or {}).items():
-            if t in mapped or _escaped(t) in mapped:
+            if _module_name(t) in known:
                 continue
             cell_types[t] = cell_types.get(t, 0) + n
         for cname, ctype in children(module):
             walk(ctype, f"{path}/{cname}")
 
-    walk(top if top in mapped else _escaped(top), top)
+    walk(top, top)
     total = sum(breakdown.values())
     design_stat = read_stat(work / "mapped_stat.json")
     reported = float(design_stat.get("area", total) or total)
@@ -191,10 +197,6 @@ write_verilog -noattr -noexpr -nohex -nodec -simple-lhs netlist.v
     logic = total - sum(m.area_lib_um2 for m in srams)
     return MappedDesign(work, top, work / "netlist.v", total, logic, breakdown, sum(cell_types.values()),
                         cell_types, seq_area, memories, macro_lib)
-
-
-def _escaped(name: str) -> str:
-    return "\\" + name
 
 
 def flop_state_nets(netlist_text: str, lib) -> list[tuple[str, str, str, bool]]:

@@ -12,7 +12,7 @@ from vrex.sim.amaranth_run import run_amaranth
 from vrex.synth.figures import component_figures
 from vrex.synth.liberty import resolve_library
 from vrex.synth.mapped import map_design
-from vrex.synth.sta import run_power, run_timing
+from vrex.synth.sta import run_power, run_timing, run_timing_and_power
 from vrex.synth.verilog import emit
 from vrex.paths import build_dir
 from vrex.tools import find
@@ -265,6 +265,22 @@ def test_asap7_library_maps_and_times(work_dir):
     sky = component_figures("hamming_lanes", TINY, activity=False)
     ratio = (sky["area_um2"] * area_factor(130, 14)) / (m.area_um2 * area_factor(7, 14))
     assert 0.25 < ratio < 4
+
+
+def test_one_sta_session_gives_the_timing_and_power_of_two(work_dir):
+    """Timing and default-activity power read the netlist once (``sta_figures``); the figures are those of the two
+    separate sessions, on a design with hierarchy and SRAM macros (the area breakdown reads ``hierarchy.json``)."""
+    from vrex.synth.sram import sram_model
+
+    lib = resolve_library("sky130")
+    m = map_design(emit("kvmu", TINY), lib, TINY, work_dir, clock_mhz=100, sram_model=sram_model(None))
+    assert any(path.endswith("[sram]") for path in m.area_breakdown) and len(m.area_breakdown) > 2
+    assert sum(m.area_breakdown.values()) == pytest.approx(m.area_um2)
+    timing, power = run_timing_and_power(m, lib, 100, TINY.technology, default_activity=0.2)
+    assert timing == run_timing(m, lib, 100, TINY.technology)
+    assert power == run_power(m, lib, 100, TINY.technology, default_activity=0.2)
+    assert power != run_power(m, lib, 100, TINY.technology, default_activity=0.1)   # the activity is applied
+    assert (work_dir / "sta_figures.log").is_file()
 
 
 def test_abc_target_is_the_period_less_the_measured_register_overhead():
