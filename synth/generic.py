@@ -59,7 +59,7 @@ def generic_figures(emitted) -> dict:
     fine = f"""\
 hierarchy -check -top {top}
 flatten
-synth -top {top} -run fine: -noabc
+synth -top {top} -run fine:check -noabc
 abc -script {LIGHT_ABC}
 opt -fast
 select -clear

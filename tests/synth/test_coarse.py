@@ -2,8 +2,12 @@
 designs, a second caller reuses it, and the library mapping reads exactly that design."""
 
 import json
+from types import SimpleNamespace
+
+import pytest
 
 from vrex.config import load_config
+from vrex.errors import ToolFailedError
 from vrex.synth.coarse import coarse_pass
 from vrex.synth.generic import generic_figures
 from vrex.synth.liberty import resolve_library
@@ -46,3 +50,25 @@ def test_a_changed_source_runs_the_coarse_pass_again(tmp_path):
     emitted.verilog.write_text(emitted.verilog.read_text() + "\n// changed\n")
     coarse_pass(emitted, tech.memories, tech.sram_min_bits)
     assert (first.directory / "coarse.stamp").read_text() != stamp
+
+
+LATCH = """module top(input en, input d, output reg q);
+  always @* if (en) q = d;
+endmodule
+"""
+TWO_DRIVERS = """module top(input a, input b, output y);
+  assign y = a;
+  assign y = b;
+endmodule
+"""
+
+
+@pytest.mark.parametrize("source, problem", [(LATCH, "proc_dlatch"), (TWO_DRIVERS, "multiple conflicting drivers")])
+def test_the_coarse_pass_refuses_a_latch_and_a_net_with_two_drivers(tmp_path, source, problem):
+    """The structural check is inside the coarse pass (synth's own ``check``, asserting; decisions X9)."""
+    (tmp_path / "top.v").write_text(source)
+    emitted = SimpleNamespace(directory=tmp_path, verilog=tmp_path / "top.v", top="top")
+    with pytest.raises(ToolFailedError) as failed:
+        coarse_pass(emitted, "flops", 0)
+    assert problem in (tmp_path / "coarse.log").read_text() + str(failed.value)
+    assert not (tmp_path / "coarse.json").exists()
