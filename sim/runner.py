@@ -100,7 +100,7 @@ def _public_ports_control(emitted, build_dir: Path) -> list[str]:
     """A Verilator control file that makes only the top's ports visible to cocotb, and ``--no-public-flat-rw``
     after the runner's ``--public-flat-rw`` (decisions X10). Every bench drives and reads ports only; with every
     signal public Verilator keeps each one as a variable and registers it for VPI (the edge MAC tree's model: 27.4
-    against 23.0 s to build and run, the same SAIF byte for byte). Empty when the ports cannot be named."""
+    against 23.0 s to build and run; the SAIF of every edge part line for line the same). Empty when the ports cannot be named."""
     ports = top_ports(emitted.verilog, emitted.top)
     if not ports:
         return []

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .yosys import run_yosys_once, synthesis_source
+from .yosys import NO_LATCHES, run_yosys_once, synthesis_source
 
 __all__ = ["CoarseDesigns", "coarse_pass", "coarse_script"]
 
@@ -32,10 +32,9 @@ class CoarseDesigns:
 # Yosys 0.70's ``synth -run :fine`` (its ``begin`` and ``coarse`` labels, ``help synth``) written out, so that its
 # ``check`` can be the structural ``check -assert``: run before it on its own, the check cost the edge core glue
 # 3.5 s and the DPE glue 4.5 s a second time (decisions X9). No latches is asserted right after ``proc``.
-_COARSE = """\
+_COARSE = f"""\
 proc
-select -assert-none t:$dlatch t:$adlatch t:$dlatchsr t:$sr
-opt_expr
+{NO_LATCHES}opt_expr
 check -assert
 opt_clean
 opt -nodffe -nosdff

@@ -105,7 +105,8 @@ def run_timing_and_power(mapped, lib, clock_mhz: float, tech, *, default_activit
     """:func:`run_timing` and :func:`run_power` at the global default activity in one OpenSTA session
     (``sta_figures.tcl``): the netlist is read and linked once, which is most of a session's time on a large part
     (the edge DPE glue: 18 of 20 s). ``report_power`` after ``report_checks`` gives the same figures as alone (the
-    power report uses the same slews; compared on every edge part, docs/results-figures.md)."""
+    power report uses the same slews: equal to the last digit on the edge MAC tree, and every edge record of the
+    main job unchanged, docs/results-figures.md)."""
     out = run_sta(_header(mapped, lib, clock_mhz, tech) + _TIMING_TCL + _default_activity_tcl(default_activity)
                   + "report_power -digits 8\n", mapped.directory, "sta_figures")
     return _timing(out, lib, clock_mhz), _power(out, clock_mhz, mapped.directory / "sta_figures.log")

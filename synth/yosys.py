@@ -17,13 +17,15 @@ from vrex.tools import require, run_tool
 
 from .stopwatch import lap
 
-__all__ = ["run_yosys", "run_yosys_once", "read_stat", "STRUCTURAL_CHECK", "synthesis_source"]
+__all__ = ["run_yosys", "run_yosys_once", "read_stat", "NO_LATCHES", "STRUCTURAL_CHECK", "synthesis_source"]
+
+# No latch cells (after ``proc``): shared by the structural check and the coarse pass (synth/coarse.py).
+NO_LATCHES = "select -assert-none t:$dlatch t:$adlatch t:$dlatchsr t:$sr\n"
 
 # No latches and no combinational loops / undriven or multiply-driven nets (`check -assert`).
-STRUCTURAL_CHECK = """\
+STRUCTURAL_CHECK = f"""\
 proc
-select -assert-none t:$dlatch t:$adlatch t:$dlatchsr t:$sr
-check -assert
+{NO_LATCHES}check -assert
 """
 
 
