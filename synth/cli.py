@@ -142,6 +142,36 @@ def _misfit_exit(misfits: list, strict: bool) -> int:
     return 1 if misfits and strict else 0
 
 
+def _records_in_parallel(names: list[str], cfg, workers: int, options: dict) -> dict:
+    """The records of ``names`` computed in ``workers`` processes, their parts and glues first, wave by wave as
+    ``vrex report`` does (:func:`vrex.synth.hierarchy.dependency_waves`): a composite's parts are synthesised side
+    by side instead of one after the other. Empty when there is one job or one worker (the caller computes in this
+    process, printing each step). ``--no-cache`` recomputes the first wave (every leaf); the composites after it
+    add up the records just made. A job that fails is an error naming the component, raised when its wave ends."""
+    from vrex.errors import VrexError
+    from vrex.synth.hierarchy import dependency_waves
+    from vrex.synth.parallel import run_jobs, worker_pool
+
+    waves = dependency_waves(names, cfg)
+    if workers <= 1 or sum(map(len, waves)) <= 1:
+        return {}
+    records, pool = {}, worker_pool(workers)
+    try:
+        for k, wave in enumerate(waves):
+            opts = options if k == 0 else {**options, "use_cache": True}
+            failed = {}
+            for name, record, error, _ in run_jobs([(n, n, cfg, opts) for n in wave], workers, "synth", pool=pool):
+                if error:
+                    failed[name] = error
+                elif name in names:
+                    records[name] = record
+            if failed:
+                raise VrexError("synth: " + "; ".join(f"{n} failed: {e}" for n, e in sorted(failed.items())))
+    finally:
+        pool.shutdown(cancel_futures=True)
+    return records
+
+
 def _cmd_synth(args) -> int:
     from vrex.synth.figures import component_figures
 
@@ -156,14 +186,15 @@ def _cmd_synth(args) -> int:
         tech = cfg.technology
         resolve_library(args.liberty, pdk_folder=tech.pdk_dir, source_node_nm=tech.source_node_nm,
                         drive_cell=tech.input_drive_cell)
-    records = {}
     names = _components(args)
+    options = {"liberty": args.liberty, "clock_mhz": args.clock_mhz, "require_library": args.liberty is not None,
+               "activity": not args.no_activity, "transactions": args.transactions, "use_cache": not args.no_cache}
+    records = _records_in_parallel(names, cfg, args.jobs, options)
     for name in names:
-        r = component_figures(name, cfg, liberty=args.liberty, clock_mhz=args.clock_mhz,
-                              require_library=args.liberty is not None, activity=not args.no_activity,
-                              transactions=args.transactions, use_cache=not args.no_cache,
-                              progress=lambda what, name=name: _progress("synth", f"{name}: {what}"))
-        records[name] = r
+        if name not in records:
+            records[name] = component_figures(name, cfg, **options,
+                                              progress=lambda what, name=name: _progress("synth", f"{name}: {what}"))
+        r = records[name]
         g = r["generic"]
         print(f"{name} (config {cfg.name}, hash {cfg.hash()}):")
         print(f"  generic cells      {g['cells']}")
@@ -266,6 +297,8 @@ def register(sub) -> None:
     add_config_option(s)
     _add_figure_options(s)
     s.add_argument("--json", metavar="OUT", help="also write the figures records as JSON")
+    s.add_argument("-j", "--jobs", type=positive_int, default=2, metavar="N",
+                   help="worker processes: a composite's parts, or several components, side by side (default 2)")
     s.set_defaults(func=_cmd_synth)
 
     r = sub.add_parser("report", help="the main job: Verilog and figures of every block for a config",
