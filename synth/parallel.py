@@ -20,7 +20,6 @@ client's tool versions and library files, the keys agree; otherwise the workers'
 
 from __future__ import annotations
 
-import logging
 import multiprocessing
 import sys
 import time
@@ -192,14 +191,15 @@ class DaskCluster:
 
     def __init__(self, scheduler: str, workers: int = 2):
         try:
-            from distributed import Client, LocalCluster
+            from distributed import Client
+
+            from vrex.dask_local import local_cluster
         except ImportError:
             raise ToolMissingError("--scheduler needs Dask distributed; install it with: pip install "
                                    "'distributed==2026.8.0'") from None
         self.name, self.local = scheduler, None
         if scheduler == "local":
-            self.local = LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True,
-                                      dashboard_address=None, silence_logs=logging.ERROR)
+            self.local = local_cluster(workers)
             self.client = Client(self.local)
             return
         try:

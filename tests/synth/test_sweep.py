@@ -3,7 +3,6 @@
 import csv
 import io
 import json
-import logging
 import os
 import signal
 import socket
@@ -113,13 +112,14 @@ def _kill_a_busy_worker(address, rows_file, found):
 def test_sweep_on_a_dask_cluster_survives_a_killed_worker(tmp_path, work_dir, monkeypatch):
     """Points run on a 2-worker LocalCluster; one worker is killed while it holds a point: only that point is
     rerun, every row is measured, and a rerun takes every point from the client's cache."""
-    from distributed import Client, LocalCluster
+    from distributed import Client
+
+    from vrex.dask_local import local_cluster
 
     monkeypatch.setenv("VREX_BUILD_DIR", str(work_dir / "build"))   # fresh cache: every point is computed
     spec, out = _cluster_spec(tmp_path, [2, 4, 8]), work_dir / "out"
     found = {}
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                      silence_logs=logging.ERROR) as cluster:
+    with local_cluster(2) as cluster:
         killer = threading.Thread(target=_kill_a_busy_worker, args=(cluster.scheduler_address,
                                                                      out / "rows.jsonl", found))
         killer.start()

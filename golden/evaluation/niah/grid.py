@@ -21,7 +21,6 @@ config, spec and cell; a rerun reads them (an interrupted grid resumes).
 
 from __future__ import annotations
 
-import logging
 import sys
 import time
 from dataclasses import dataclass
@@ -323,7 +322,9 @@ def run_grid(cfg, spec: GridSpec, *, scheduler: str | None = None, progress: boo
 
 def _run_dask(cfg, spec, jobs, scheduler, progress, cell_dir):
     try:
-        from distributed import Client, LocalCluster, as_completed
+        from distributed import Client, as_completed
+
+        from vrex.dask_local import local_cluster
     except ImportError:
         raise UsageError("--scheduler needs Dask distributed; install it with: pip install distributed.") from None
     results = {}
@@ -336,8 +337,7 @@ def _run_dask(cfg, spec, jobs, scheduler, progress, cell_dir):
     todo = [j for j in jobs if j[0] not in results]
     if not todo:
         return results
-    local = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                         silence_logs=logging.ERROR) if scheduler == "local" else None
+    local = local_cluster(2) if scheduler == "local" else None
     try:
         client = Client(local) if local is not None else Client(scheduler, timeout=10)
     except OSError as e:
