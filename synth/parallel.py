@@ -193,7 +193,7 @@ class DaskCluster:
         try:
             from distributed import Client
 
-            from vrex.dask_local import local_cluster
+            from vrex.golden.dask_local import local_cluster
         except ImportError:
             raise ToolMissingError("--scheduler needs Dask distributed; install it with: pip install "
                                    "'distributed==2026.8.0'") from None

@@ -114,7 +114,7 @@ def test_sweep_on_a_dask_cluster_survives_a_killed_worker(tmp_path, work_dir, mo
     rerun, every row is measured, and a rerun takes every point from the client's cache."""
     from distributed import Client
 
-    from vrex.dask_local import local_cluster
+    from vrex.golden.dask_local import local_cluster
 
     monkeypatch.setenv("VREX_BUILD_DIR", str(work_dir / "build"))   # fresh cache: every point is computed
     spec, out = _cluster_spec(tmp_path, [2, 4, 8]), work_dir / "out"

@@ -324,7 +324,7 @@ def _run_dask(cfg, spec, jobs, scheduler, progress, cell_dir):
     try:
         from distributed import Client, as_completed
 
-        from vrex.dask_local import local_cluster
+        from vrex.golden.dask_local import local_cluster
     except ImportError:
         raise UsageError("--scheduler needs Dask distributed; install it with: pip install distributed.") from None
     results = {}

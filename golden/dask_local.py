@@ -1,4 +1,5 @@
-"""The Dask ``LocalCluster`` every ``--scheduler local`` run starts (the needle grid, sweeps) and the tests use."""
+"""The Dask ``LocalCluster`` every ``--scheduler local`` run starts (the needle grid here, the sweeps of vrex.synth)
+and the tests use."""
 
 from __future__ import annotations
 
